@@ -1,0 +1,107 @@
+/// Computes the verdict for the target "internet" (Apple's 0.0.0.0 target) from a snapshot.
+///
+/// Per family, the kernel's choice among the default routes of the main table is taken: the lowest
+/// metric whose next hop is alive, skipping next hops without carrier only where the interface's
+/// `ignore_routes_with_linkdown` is set (as the kernel does). The chosen link then decides: it must be
+/// up, running, with carrier and a usable address of the family. The overall verdict comes from IPv6
+/// when that path is reachable (RFC 6724 prefers native IPv6), else from IPv4.
+public struct InternetVerdict: Sendable {
+    public var classifier: InterfaceClassifier
+
+    public init(classifier: InterfaceClassifier = InterfaceClassifier()) {
+        self.classifier = classifier
+    }
+
+    public func verdict(for snapshot: NetworkSnapshot) -> Verdict {
+        let v4 = familyVerdict(.ipv4, in: snapshot)
+        let v6 = familyVerdict(.ipv6, in: snapshot)
+        let chosen: (IPAddress.Family, FamilyVerdict)
+        if v6.reachable {
+            chosen = (.ipv6, v6)
+        } else if v4.reachable {
+            chosen = (.ipv4, v4)
+        } else if v4.flags.contains(.connectionRequired) || !v6.flags.contains(.connectionRequired) {
+            chosen = (.ipv4, v4)
+        } else {
+            chosen = (.ipv6, v6)
+        }
+        let family = chosen.1
+        return Verdict(
+            target: "internet",
+            reachable: family.reachable,
+            status: family.status,
+            metered: family.metered,
+            meteredReason: family.meteredReason,
+            interface: family.interface,
+            flags: family.flags,
+            reason: family.reachable ? nil : family.reason,
+            family: family.reachable ? chosen.0 : nil,
+            ipv4: v4,
+            ipv6: v6
+        )
+    }
+
+    /// The verdict for one family's default route.
+    public func familyVerdict(_ family: IPAddress.Family, in snapshot: NetworkSnapshot) -> FamilyVerdict {
+        let defaults = snapshot.routes
+            .enumerated()
+            .filter { $0.element.family == family && $0.element.table == Route.mainTable && $0.element.isDefault }
+            .sorted { ($0.element.metric, $0.offset) < ($1.element.metric, $1.offset) }
+            .map(\.element)
+        let familyName = family == .ipv4 ? "IPv4" : "IPv6"
+        var skipped: [String] = []
+        for route in defaults {
+            if route.type.rejects {
+                return .unreachable("\(familyName) default route is \(route.type)")
+            }
+            guard route.type == .unicast else { continue }
+            for hop in route.nexthops {
+                guard !hop.flags.contains(.dead), let link = snapshot.links[hop.interfaceIndex] else { continue }
+                let linkClass = classifier.classify(link)
+                if linkClass.ignored { continue }
+                if hop.flags.contains(.linkDown),
+                   snapshot.linkdownPolicy.ignoresLinkdown(family: family, interfaceIndex: link.index) {
+                    skipped.append(link.name)
+                    continue
+                }
+                return judge(route: route, hop: hop, link: link, linkClass: linkClass, family: family, in: snapshot)
+            }
+        }
+        if !skipped.isEmpty {
+            return .unreachable("\(familyName) default routes skipped: no carrier on \(skipped.joined(separator: ", "))")
+        }
+        return .unreachable("no \(familyName) default route")
+    }
+
+    private func judge(
+        route: Route, hop: Nexthop, link: LinkInfo, linkClass: InterfaceClass,
+        family: IPAddress.Family, in snapshot: NetworkSnapshot
+    ) -> FamilyVerdict {
+        var flags: ReachabilityFlags = []
+        if linkClass.transient { flags.insert(.transientConnection) }
+        if let why = link.notOperationalReason {
+            flags.insert(.connectionRequired)
+            return .unreachable(why, flags: flags, interface: link.name)
+        }
+        let familyName = family == .ipv4 ? "IPv4" : "IPv6"
+        guard snapshot.addresses(of: link.index, family: family).contains(where: \.isUsableForInternet) else {
+            flags.insert(.connectionRequired)
+            return .unreachable("\(link.name) has no usable \(familyName) address", flags: flags, interface: link.name)
+        }
+        flags.insert(.reachable)
+        if hop.gateway == nil { flags.insert(.isDirect) }
+        if linkClass.kind == .wwan { flags.insert(.isWWAN) }
+        return FamilyVerdict(
+            reachable: true,
+            status: ReachabilityStatus(kind: linkClass.kind),
+            flags: flags,
+            metered: linkClass.metered,
+            meteredReason: linkClass.meteredReason,
+            interface: link.name,
+            kind: linkClass.kind,
+            gateway: hop.gateway,
+            metric: route.metric,
+            reason: nil
+        )
+    }
+}

@@ -1,0 +1,241 @@
+/// Administrative and operational flags of a link (`IFF_*` in `<linux/if.h>`).
+public struct LinkFlags: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `IFF_UP`: administratively up.
+    public static let up = LinkFlags(rawValue: 0x1)
+    /// `IFF_LOOPBACK`.
+    public static let loopback = LinkFlags(rawValue: 0x8)
+    /// `IFF_POINTOPOINT`.
+    public static let pointToPoint = LinkFlags(rawValue: 0x10)
+    /// `IFF_RUNNING`: operationally up (RFC 2863 "up").
+    public static let running = LinkFlags(rawValue: 0x40)
+    /// `IFF_LOWER_UP`: the driver signals L1 up (carrier).
+    public static let lowerUp = LinkFlags(rawValue: 0x10000)
+}
+
+/// What `/sys/class/net/IF/` says about a link's device type.
+public struct SysfsFacts: Hashable, Sendable {
+    /// `DEVTYPE=` from `uevent` (`wlan`, `wwan`, `bridge`, ...), if any.
+    public var devtype: String?
+    /// The `wireless/` directory exists (wireless extensions).
+    public var hasWireless: Bool
+    /// The `phy80211` link exists (cfg80211 device).
+    public var hasPhy80211: Bool
+
+    public init(devtype: String? = nil, hasWireless: Bool = false, hasPhy80211: Bool = false) {
+        self.devtype = devtype
+        self.hasWireless = hasWireless
+        self.hasPhy80211 = hasPhy80211
+    }
+
+    /// No sysfs information (device absent or not readable).
+    public static let none = SysfsFacts()
+}
+
+/// One network interface as the kernel reports it.
+public struct LinkInfo: Hashable, Sendable {
+    /// `ARPHRD_LOOPBACK`.
+    public static let arpLoopback: UInt32 = 772
+    /// `ARPHRD_ETHER`.
+    public static let arpEther: UInt32 = 1
+    /// `ARPHRD_PPP`.
+    public static let arpPPP: UInt32 = 512
+    /// `ARPHRD_NONE` (tun, wireguard).
+    public static let arpNone: UInt32 = 0xFFFE
+
+    public var index: Int32
+    public var name: String
+    public var flags: LinkFlags
+    /// `IFLA_CARRIER`; nil when the kernel did not say.
+    public var carrier: Bool?
+    /// `IFLA_INFO_KIND` (`veth`, `bridge`, `wireguard`, `tun`, `ppp`, ...), nil for plain hardware.
+    public var linkKind: String?
+    /// The hardware type (`ARPHRD_*`).
+    public var hardwareType: UInt32
+    /// Device-type facts read from sysfs.
+    public var sysfs: SysfsFacts
+
+    public init(
+        index: Int32, name: String, flags: LinkFlags, carrier: Bool? = nil,
+        linkKind: String? = nil, hardwareType: UInt32 = LinkInfo.arpEther, sysfs: SysfsFacts = .none
+    ) {
+        self.index = index
+        self.name = name
+        self.flags = flags
+        self.carrier = carrier
+        self.linkKind = linkKind
+        self.hardwareType = hardwareType
+        self.sysfs = sysfs
+    }
+
+    /// Up, running and with carrier: the link can carry traffic.
+    public var isOperational: Bool {
+        flags.contains(.up) && flags.contains(.running) && flags.contains(.lowerUp) && carrier != false
+    }
+
+    /// Why the link cannot carry traffic, or nil when it can.
+    public var notOperationalReason: String? {
+        if !flags.contains(.up) { return "\(name) is down" }
+        if !flags.contains(.lowerUp) || carrier == false { return "\(name) has no carrier" }
+        if !flags.contains(.running) { return "\(name) is not running" }
+        return nil
+    }
+}
+
+/// Flags of an interface address (`IFA_F_*`).
+public struct AddressFlags: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `IFA_F_DADFAILED`.
+    public static let dadFailed = AddressFlags(rawValue: 0x08)
+    /// `IFA_F_DEPRECATED`.
+    public static let deprecated = AddressFlags(rawValue: 0x20)
+    /// `IFA_F_TENTATIVE`: duplicate address detection has not finished.
+    public static let tentative = AddressFlags(rawValue: 0x40)
+}
+
+/// An address assigned to an interface.
+public struct InterfaceAddress: Hashable, Sendable {
+    /// `RT_SCOPE_UNIVERSE`.
+    public static let scopeUniverse: UInt8 = 0
+    /// `RT_SCOPE_SITE`.
+    public static let scopeSite: UInt8 = 200
+    /// `RT_SCOPE_LINK`.
+    public static let scopeLink: UInt8 = 253
+    /// `RT_SCOPE_HOST`.
+    public static let scopeHost: UInt8 = 254
+
+    public var interfaceIndex: Int32
+    public var address: IPAddress
+    public var prefixLength: UInt8
+    public var scope: UInt8
+    public var flags: AddressFlags
+
+    public init(interfaceIndex: Int32, address: IPAddress, prefixLength: UInt8, scope: UInt8 = 0, flags: AddressFlags = []) {
+        self.interfaceIndex = interfaceIndex
+        self.address = address
+        self.prefixLength = prefixLength
+        self.scope = scope
+        self.flags = flags
+    }
+
+    /// Usable as a source for traffic beyond the link: global or site scope, not tentative, DAD not failed.
+    public var isUsableForInternet: Bool {
+        (scope == Self.scopeUniverse || scope == Self.scopeSite)
+            && !flags.contains(.tentative) && !flags.contains(.dadFailed)
+    }
+}
+
+/// Flags of a route's next hop (`RTNH_F_*`).
+public struct NexthopFlags: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// `RTNH_F_DEAD`: the next hop is dead (its device is down).
+    public static let dead = NexthopFlags(rawValue: 0x1)
+    /// `RTNH_F_ONLINK`.
+    public static let onlink = NexthopFlags(rawValue: 0x4)
+    /// `RTNH_F_LINKDOWN`: the device has no carrier.
+    public static let linkDown = NexthopFlags(rawValue: 0x10)
+}
+
+/// One next hop of a route.
+public struct Nexthop: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    public var gateway: IPAddress?
+    public var flags: NexthopFlags
+
+    public init(interfaceIndex: Int32, gateway: IPAddress? = nil, flags: NexthopFlags = []) {
+        self.interfaceIndex = interfaceIndex
+        self.gateway = gateway
+        self.flags = flags
+    }
+}
+
+/// The route type (`RTN_*`).
+public enum RouteType: UInt8, Hashable, Sendable {
+    case unspecified = 0, unicast = 1, local = 2, broadcast = 3, anycast = 4, multicast = 5
+    case blackhole = 6, unreachable = 7, prohibit = 8, `throw` = 9, nat = 10, xresolve = 11
+
+    /// Whether the kernel drops traffic that takes this route.
+    public var rejects: Bool { self == .blackhole || self == .unreachable || self == .prohibit }
+}
+
+/// A route from the kernel's routing tables.
+public struct Route: Hashable, Sendable {
+    /// `RT_TABLE_MAIN`.
+    public static let mainTable: UInt32 = 254
+
+    public var family: IPAddress.Family
+    public var table: UInt32
+    public var type: RouteType
+    /// Destination prefix; nil with `prefixLength` 0 means the default route.
+    public var destination: IPAddress?
+    public var prefixLength: UInt8
+    /// The route's priority (metric); lower wins.
+    public var metric: UInt32
+    public var nexthops: [Nexthop]
+
+    public init(
+        family: IPAddress.Family, table: UInt32 = Route.mainTable, type: RouteType = .unicast,
+        destination: IPAddress? = nil, prefixLength: UInt8 = 0, metric: UInt32 = 0, nexthops: [Nexthop] = []
+    ) {
+        self.family = family
+        self.table = table
+        self.type = type
+        self.destination = destination
+        self.prefixLength = prefixLength
+        self.metric = metric
+        self.nexthops = nexthops
+    }
+
+    public var isDefault: Bool { prefixLength == 0 }
+}
+
+/// The `ignore_routes_with_linkdown` sysctls, as netconf reports them.
+public struct LinkdownPolicy: Hashable, Sendable {
+    /// Per family, per interface index; index -1 is `all`.
+    public var ignore: [IPAddress.Family: [Int32: Bool]]
+
+    /// `NETCONFA_IFINDEX_ALL`.
+    public static let allInterfaces: Int32 = -1
+
+    public init(ignore: [IPAddress.Family: [Int32: Bool]] = [:]) { self.ignore = ignore }
+
+    /// Whether the kernel skips routes over `index` while it has no carrier.
+    /// IPv4 honours `conf/all` or the device's value; IPv6 only the device's (the kernel copies `all` into it).
+    public func ignoresLinkdown(family: IPAddress.Family, interfaceIndex index: Int32) -> Bool {
+        let values = ignore[family] ?? [:]
+        let device = values[index] ?? false
+        switch family {
+        case .ipv4: return device || (values[Self.allInterfaces] ?? false)
+        case .ipv6: return device
+        }
+    }
+}
+
+/// Everything reachd knows about the host's network at one moment.
+public struct NetworkSnapshot: Hashable, Sendable {
+    public var links: [Int32: LinkInfo]
+    public var addresses: [InterfaceAddress]
+    public var routes: [Route]
+    public var linkdownPolicy: LinkdownPolicy
+
+    public init(
+        links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], routes: [Route] = [],
+        linkdownPolicy: LinkdownPolicy = LinkdownPolicy()
+    ) {
+        self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
+        self.addresses = addresses
+        self.routes = routes
+        self.linkdownPolicy = linkdownPolicy
+    }
+
+    /// The addresses of one interface in one family.
+    public func addresses(of index: Int32, family: IPAddress.Family) -> [InterfaceAddress] {
+        addresses.filter { $0.interfaceIndex == index && $0.address.family == family }
+    }
+}

@@ -1,0 +1,107 @@
+/// The status strings of the protocol: not reachable, or the kind of link the traffic leaves on.
+public enum ReachabilityStatus: String, Hashable, Sendable, Codable, CaseIterable {
+    case unreachable
+    case wired
+    case wifi
+    case wwan
+    case other
+
+    public init(kind: InterfaceKind) {
+        switch kind {
+        case .wired: self = .wired
+        case .wifi: self = .wifi
+        case .wwan: self = .wwan
+        case .other: self = .other
+        }
+    }
+}
+
+/// The verdict for one address family's path.
+public struct FamilyVerdict: Hashable, Sendable {
+    public var reachable: Bool
+    public var status: ReachabilityStatus
+    public var flags: ReachabilityFlags
+    public var metered: Bool
+    public var meteredReason: String?
+    public var interface: String?
+    public var kind: InterfaceKind?
+    public var gateway: IPAddress?
+    public var metric: UInt32?
+    /// Why it is not reachable, or which route was chosen.
+    public var reason: String?
+
+    public init(
+        reachable: Bool, status: ReachabilityStatus, flags: ReachabilityFlags, metered: Bool = false,
+        meteredReason: String? = nil, interface: String? = nil, kind: InterfaceKind? = nil,
+        gateway: IPAddress? = nil, metric: UInt32? = nil, reason: String? = nil
+    ) {
+        self.reachable = reachable
+        self.status = status
+        self.flags = flags
+        self.metered = metered
+        self.meteredReason = meteredReason
+        self.interface = interface
+        self.kind = kind
+        self.gateway = gateway
+        self.metric = metric
+        self.reason = reason
+    }
+
+    /// Not reachable, for a reason.
+    public static func unreachable(_ reason: String, flags: ReachabilityFlags = [], interface: String? = nil) -> FamilyVerdict {
+        FamilyVerdict(reachable: false, status: .unreachable, flags: flags, interface: interface, reason: reason)
+    }
+}
+
+/// What reachd says about one target: the derived state, without sequence or time.
+public struct Verdict: Hashable, Sendable {
+    /// `internet` for the default route.
+    public var target: String
+    public var reachable: Bool
+    public var status: ReachabilityStatus
+    public var metered: Bool
+    public var meteredReason: String?
+    public var interface: String?
+    public var flags: ReachabilityFlags
+    /// Why it is not reachable; nil when reachable.
+    public var reason: String?
+    /// The family the overall verdict was taken from.
+    public var family: IPAddress.Family?
+    public var ipv4: FamilyVerdict
+    public var ipv6: FamilyVerdict
+
+    public init(
+        target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,
+        interface: String?, flags: ReachabilityFlags, reason: String?, family: IPAddress.Family?,
+        ipv4: FamilyVerdict, ipv6: FamilyVerdict
+    ) {
+        self.target = target
+        self.reachable = reachable
+        self.status = status
+        self.metered = metered
+        self.meteredReason = meteredReason
+        self.interface = interface
+        self.flags = flags
+        self.reason = reason
+        self.family = family
+        self.ipv4 = ipv4
+        self.ipv6 = ipv6
+    }
+
+    /// The seeds' three-state reading of the flags.
+    public var classicStatus: ClassicStatus { ClassicStatus(flags: flags) }
+}
+
+/// A verdict as published: with its sequence number and the time it was derived.
+public struct StampedVerdict: Hashable, Sendable {
+    public var verdict: Verdict
+    /// Increases by one with every published change, starting at 1.
+    public var sequence: UInt64
+    public var timestamp: Timestamp
+
+    public init(verdict: Verdict, sequence: UInt64, timestamp: Timestamp) {
+        self.verdict = verdict
+        self.sequence = sequence
+        self.timestamp = timestamp
+    }
+}
