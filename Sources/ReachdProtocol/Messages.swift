@@ -1,0 +1,101 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ReachdModel
+
+/// The protocol version every message carries in `version`.
+public let protocolVersion = 1
+
+/// The longest request line the daemon accepts, in bytes.
+public let maximumRequestLineLength = 16 * 1024
+
+/// A client's request id, echoed in the reply: a JSON number or string.
+public enum RequestID: Hashable, Sendable, Codable {
+    case number(Int64)
+    case string(String)
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if let n = try? c.decode(Int64.self) {
+            self = .number(n)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "id must be an integer or a string"))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .number(let n): try c.encode(n)
+        case .string(let s): try c.encode(s)
+        }
+    }
+}
+
+/// The operations a client can ask for.
+public enum Operation: String, Hashable, Sendable, CaseIterable {
+    /// The current verdict, once.
+    case status
+    /// The current verdict, then one event per change until the client goes.
+    case subscribe
+    /// Liveness check.
+    case ping
+}
+
+/// A parsed request line.
+public struct Request: Hashable, Sendable {
+    public var op: Operation
+    public var id: RequestID?
+    public var target: String
+
+    public init(op: Operation, id: RequestID? = nil, target: String = "internet") {
+        self.op = op
+        self.id = id
+        self.target = target
+    }
+}
+
+/// Why a request line was refused; `code` is the stable wire name.
+public struct ProtocolError: Error, Hashable, Sendable {
+    public enum Code: String, Hashable, Sendable, Codable {
+        /// The line is not valid JSON.
+        case badJSON = "bad_json"
+        /// Valid JSON, but not a request object (no `op`, wrong types, unknown target).
+        case badRequest = "bad_request"
+        /// `op` names no known operation.
+        case unknownOp = "unknown_op"
+        /// The line exceeded the length limit.
+        case lineTooLong = "line_too_long"
+    }
+
+    public var code: Code
+    public var message: String
+    /// The request's id when it could be read.
+    public var id: RequestID?
+
+    public init(_ code: Code, _ message: String, id: RequestID? = nil) {
+        self.code = code
+        self.message = message
+        self.id = id
+    }
+}
+
+extension Request: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case op, id, target
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(op.rawValue, forKey: .op)
+        try c.encodeIfPresent(id, forKey: .id)
+        try c.encode(target, forKey: .target)
+    }
+
+    /// The request as one line: compact JSON and `\n`.
+    public func encodedLine() -> [UInt8] { encodeJSONLine(self) }
+}

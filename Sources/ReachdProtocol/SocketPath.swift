@@ -1,0 +1,21 @@
+/// Where the daemon's socket lives when no path is given.
+public enum SocketPath {
+    /// The system daemon's socket.
+    public static let system = "/run/reachd/reachd.sock"
+
+    /// `/run/reachd/reachd.sock` for root, else `$XDG_RUNTIME_DIR/reachd.sock`; nil when neither applies.
+    public static func defaultPath(uid: UInt32, environment: [String: String]) -> String? {
+        if uid == 0 { return system }
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
+        return runtime.hasSuffix("/") ? runtime + "reachd.sock" : runtime + "/reachd.sock"
+    }
+
+    /// The client's choice: an explicit path, then `REACHD_SOCKET`, then the system socket if it exists
+    /// or the per-user default.
+    public static func clientPath(explicit: String?, uid: UInt32, environment: [String: String], exists: (String) -> Bool) -> String? {
+        if let explicit, !explicit.isEmpty { return explicit }
+        if let fromEnvironment = environment["REACHD_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
+        if exists(system) { return system }
+        return defaultPath(uid: uid, environment: environment)
+    }
+}
