@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ReachdModel
+
+/// Reads device-type facts from `ROOT/class/net/IF/`; the root is `/sys` unless tests point it elsewhere.
+public struct SysfsReader: Sendable {
+    public var root: String
+
+    public init(root: String = "/sys") { self.root = root }
+
+    public func facts(for interface: String) -> SysfsFacts {
+        // An interface name never contains '/', but the kernel's word is not re-checked here.
+        guard !interface.contains("/"), interface != ".", interface != ".." else { return .none }
+        let directory = "\(root)/class/net/\(interface)"
+        return SysfsFacts(
+            devtype: Self.devtype(inUevent: Self.readFile( "\(directory)/uevent")),
+            hasWireless: Self.exists("\(directory)/wireless"),
+            hasPhy80211: Self.exists("\(directory)/phy80211")
+        )
+    }
+
+    /// The `DEVTYPE=` value of a uevent file's text.
+    static func devtype(inUevent text: String?) -> String? {
+        guard let text else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("DEVTYPE=") {
+            return String(line.dropFirst("DEVTYPE=".count))
+        }
+        return nil
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    private static func readFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 65536 {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes.append(contentsOf: buffer.prefix(n))
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
