@@ -1,0 +1,85 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ReachdConfig
+import ReachdModel
+import ReachdNetlink
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything `reachd` needs to start.
+public struct DaemonOptions: Sendable {
+    public var socketPath: String
+    public var configuration: Configuration
+    public var watcher: NetlinkWatcher.Options
+    public var limits: SocketServer.Limits
+
+    public init(socketPath: String, configuration: Configuration = Configuration(),
+                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init()) {
+        self.socketPath = socketPath
+        self.configuration = configuration
+        self.watcher = watcher
+        self.limits = limits
+    }
+}
+
+/// Assembles the daemon: watcher -> hub -> socket server, run as a service group until SIGTERM/SIGINT.
+public enum Daemon {
+    public static func run(options: DaemonOptions, logger: Logger) async throws {
+        raiseFileLimit(logger: logger)
+        let hub = VerdictHub(engine: InternetVerdict(classifier: options.configuration.classifier))
+        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
+        let initial = try watcher.start { snapshot in
+            if let published = hub.update(snapshot: snapshot) {
+                logger.info("verdict changed", metadata: published.logMetadata)
+            }
+        }
+        if let first = hub.update(snapshot: initial) {
+            logger.info("initial verdict", metadata: first.logMetadata)
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: min(2, System.coreCount))
+        let server: SocketServer
+        do {
+            server = try await SocketServer(path: options.socketPath, hub: hub, group: group, limits: options.limits, logger: logger)
+        } catch {
+            watcher.stop()
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        let services = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: WatcherService(watcher: watcher)),
+                .init(service: SocketServerService(server: server)),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        ))
+        try await services.run()
+        try? await group.shutdownGracefully()
+        logger.info("stopped")
+    }
+
+    /// Many subscribers need many descriptors: take the hard limit.
+    private static func raiseFileLimit(logger: Logger) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            logger.debug("could not raise RLIMIT_NOFILE")
+        }
+    }
+}
+
+extension StampedVerdict {
+    var logMetadata: Logger.Metadata {
+        [
+            "sequence": "\(sequence)",
+            "status": "\(verdict.status.rawValue)",
+            "interface": "\(verdict.interface ?? "-")",
+            "metered": "\(verdict.metered)",
+            "reason": "\(verdict.reason ?? "-")",
+        ]
+    }
+}

@@ -1,0 +1,85 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ReachdModel
+import ReachdProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Unix-socket server: line-delimited JSON (docs/protocol.md) for any number of clients.
+public final class SocketServer: Sendable {
+    /// Limits that protect the daemon from slow or hostile clients.
+    public struct Limits: Sendable {
+        /// Bytes queued for one client before it counts as not reading and is dropped.
+        public var clientQueueBytes: Int
+
+        public init(clientQueueBytes: Int = 256 * 1024) {
+            self.clientQueueBytes = clientQueueBytes
+        }
+    }
+
+    public let path: String
+    private let hub: VerdictHub
+    private let group: any EventLoopGroup
+    private let registries: [ObjectIdentifier: SubscriberRegistry]
+    private let limits: Limits
+    private let logger: Logger
+    private let channel: any Channel
+    private let observer: VerdictHub.ObserverID
+
+    /// Binds the socket (replacing a stale socket file, refusing a live one) and starts serving.
+    public init(path: String, hub: VerdictHub, group: MultiThreadedEventLoopGroup, limits: Limits = Limits(), logger: Logger) async throws {
+        self.path = path
+        self.hub = hub
+        self.group = group
+        self.limits = limits
+        self.logger = logger
+        var registries: [ObjectIdentifier: SubscriberRegistry] = [:]
+        for loop in group.makeIterator() {
+            registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop) { client in
+                logger.notice("subscriber \(client) is not reading its events; dropped it")
+            }
+        }
+        self.registries = registries
+        try SocketFile.prepare(path: path)
+        let queueBytes = limits.clientQueueBytes
+        let frozenRegistries = registries
+        channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture {
+                    let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
+                    try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, registry: registry, logger: logger))
+                }
+            }
+            .bind(unixDomainSocketPath: path)
+            .get()
+        chmod(path, 0o666)
+        observer = hub.addObserver { [registries] verdict in
+            let line = Reply.event(verdict: verdict).encodedLine()
+            for registry in registries.values {
+                registry.eventLoop.execute { registry.broadcast(line, sequence: verdict.sequence) }
+            }
+        }
+        logger.info("listening on \(path)")
+    }
+
+    /// Stops accepting, closes every client and removes the socket file.
+    public func shutdown() async {
+        hub.removeObserver(observer)
+        try? await channel.close()
+        unlink(path)
+        logger.info("socket \(path) closed and removed")
+    }
+
+    /// The number of subscribed clients (for benchmarks and tests).
+    public func subscriberCount() async -> Int {
+        var total = 0
+        for registry in registries.values {
+            total += (try? await registry.eventLoop.submit { registry.count }.get()) ?? 0
+        }
+        return total
+    }
+}

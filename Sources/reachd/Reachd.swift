@@ -1,0 +1,80 @@
+import ArgumentParser
+import Logging
+import ReachdConfig
+import ReachdDaemon
+import ReachdNetlink
+import ReachdProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Reachd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reachd",
+        abstract: "Network reachability daemon: watches the kernel over netlink and serves verdicts on a Unix socket.",
+        discussion: "Runs in the foreground and logs to stderr. SIGTERM or SIGINT stop it cleanly. The socket protocol is described in docs/protocol.md."
+    )
+
+    @Option(help: "Unix socket path. Default: /run/reachd/reachd.sock as root, else $XDG_RUNTIME_DIR/reachd.sock.")
+    var socket: String?
+
+    @Option(help: "Configuration file (TOML) with interface rules; see docs/configuration.md.")
+    var config: String?
+
+    @Option(help: "Where sysfs is mounted, for interface classification.")
+    var sysfsRoot: String = "/sys"
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    @Option(help: "Bytes queued for one client before it is dropped as not reading.")
+    var clientQueueLimit: Int = 256 * 1024
+
+    @Option(help: "Receive buffer of the netlink event socket, in bytes.")
+    var netlinkReceiveBuffer: Int = 4 << 20
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown log level \"\(logLevel)\"")
+        }
+        guard clientQueueLimit >= 1024 else { throw ValidationError("--client-queue-limit must be at least 1024") }
+        guard netlinkReceiveBuffer >= 4096 else { throw ValidationError("--netlink-receive-buffer must be at least 4096") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "reachd")
+        var environment: [String: String] = [:]
+        if let runtime = getenv("XDG_RUNTIME_DIR") { environment["XDG_RUNTIME_DIR"] = String(cString: runtime) }
+        guard let path = socket ?? SocketPath.defaultPath(uid: getuid(), environment: environment) else {
+            throw ValidationError("no socket path: pass --socket PATH or set XDG_RUNTIME_DIR")
+        }
+        let configuration: Configuration
+        do {
+            configuration = try config.map(Configuration.load(path:)) ?? Configuration()
+        } catch let error as ConfigurationError {
+            logger.critical("configuration: \(error.message)")
+            throw ExitCode(2)
+        }
+        do {
+            try await Daemon.run(
+                options: DaemonOptions(
+                    socketPath: path,
+                    configuration: configuration,
+                    watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer),
+                    limits: .init(clientQueueBytes: clientQueueLimit)
+                ),
+                logger: logger
+            )
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+    }
+}
