@@ -1,0 +1,143 @@
+import ReachdModel
+import ReachdProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why talking to reachd failed.
+public enum ClientError: Error, CustomStringConvertible, Sendable {
+    /// No daemon listens at the path (or it cannot be reached).
+    case connect(path: String, errno: Int32)
+    /// A read or write failed.
+    case io(call: String, errno: Int32)
+    /// The daemon closed the connection.
+    case closed
+    /// The daemon sent something this client does not understand.
+    case malformedReply(String)
+    /// The daemon refused the request.
+    case refused(ProtocolError)
+
+    public var description: String {
+        switch self {
+        case .connect(let path, let code):
+            "cannot connect to reachd at \(path): \(String(cString: strerror(code)))" + (code == ENOENT || code == ECONNREFUSED ? " (is reachd running?)" : "")
+        case .io(let call, let code): "\(call): \(String(cString: strerror(code)))"
+        case .closed: "reachd closed the connection"
+        case .malformedReply(let detail): "unexpected reply from reachd: \(detail)"
+        case .refused(let error): "reachd refused the request (\(error.code.rawValue)): \(error.message)"
+        }
+    }
+}
+
+/// A blocking connection to reachd's Unix socket: send requests, read reply lines with a timeout.
+public final class ReachdConnection {
+    private let fd: Int32
+    private var framer = LineFramer(maximumLineLength: 1 << 20)
+    private var lines: [[UInt8]] = []
+
+    /// Connects to the socket at `path`.
+    public init(path: String) throws(ClientError) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .io(call: "socket", errno: errno) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw .connect(path: path, errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: path.utf8) }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            let code = errno
+            close(fd)
+            throw .connect(path: path, errno: code)
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// The descriptor, for callers that multiplex many connections.
+    public var fileDescriptor: Int32 { fd }
+
+    /// Sends one request.
+    public func send(_ request: Request) throws(ClientError) {
+        try send(raw: request.encodedLine())
+    }
+
+    /// Sends bytes as they are (tests use this for malformed input).
+    public func send(raw bytes: [UInt8]) throws(ClientError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(call: "send", errno: errno)
+            }
+            offset += n
+        }
+    }
+
+    /// The next reply; nil when `timeout` (seconds) passes first. Waits forever when `timeout` is nil.
+    public func nextReply(timeout: Double? = nil) throws(ClientError) -> Reply? {
+        guard let line = try nextLine(timeout: timeout) else { return nil }
+        do {
+            return try Reply.decode(line: line)
+        } catch {
+            throw .malformedReply(String(decoding: line.prefix(200), as: UTF8.self))
+        }
+    }
+
+    /// The next raw line; nil on timeout.
+    public func nextLine(timeout: Double? = nil) throws(ClientError) -> [UInt8]? {
+        let deadline = timeout.map { Self.monotonicSeconds() + $0 }
+        while lines.isEmpty {
+            var wait: Int32 = -1
+            if let deadline {
+                let left = deadline - Self.monotonicSeconds()
+                if left <= 0 { return nil }
+                wait = Int32(min(left * 1000, Double(Int32.max)).rounded(.up))
+            }
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&entry, 1, wait)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw .io(call: "poll", errno: errno)
+            }
+            if ready == 0 { continue }
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw .io(call: "recv", errno: errno)
+            }
+            if n == 0 { throw .closed }
+            for frame in framer.append(buffer.prefix(n)) {
+                switch frame {
+                case .line(let line): lines.append(line)
+                case .oversized: throw .malformedReply("a reply line over 1 MiB")
+                }
+            }
+        }
+        return lines.removeFirst()
+    }
+
+    /// Sends `request` and returns its verdict (for `status` and `subscribe`).
+    public func verdict(for request: Request, timeout: Double? = nil) throws(ClientError) -> StampedVerdict {
+        try send(request)
+        guard let reply = try nextReply(timeout: timeout) else { throw .io(call: "read", errno: ETIMEDOUT) }
+        switch reply {
+        case .status(_, let verdict), .subscribed(_, let verdict), .event(let verdict): return verdict
+        case .error(let error): throw .refused(error)
+        case .pong: throw .malformedReply("pong to \(request.op.rawValue)")
+        }
+    }
+
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,189 @@
+import ArgumentParser
+import ReachdClient
+import ReachdModel
+import ReachdProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct Reachctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reachctl",
+        abstract: "Ask reachd whether the network is reachable, and over what kind of link.",
+        discussion: "Exit status: 0 reachable (or condition met), 1 not reachable (or timed out), 2 error.",
+        subcommands: [Status.self, Watch.self, Wait.self, Ping.self]
+    )
+}
+
+/// Options every subcommand takes.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "reachd's socket. Default: $REACHD_SOCKET, else /run/reachd/reachd.sock if present, else $XDG_RUNTIME_DIR/reachd.sock.")
+    var socket: String?
+
+    func connect() throws -> ReachdConnection {
+        let keys: [String] = ["REACHD_SOCKET", "XDG_RUNTIME_DIR"]
+        var environment: [String: String] = [:]
+        for key in keys {
+            if let value = getenv(key) { environment[key] = String(cString: value) }
+        }
+        guard let path = SocketPath.clientPath(explicit: socket, uid: getuid(), environment: environment, exists: { access($0, F_OK) == 0 }) else {
+            fail("no socket path: pass --socket PATH, or set REACHD_SOCKET or XDG_RUNTIME_DIR")
+        }
+        do {
+            return try ReachdConnection(path: path)
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
+
+/// Prints `message` on stderr and exits with 2 (an error, not a verdict).
+func fail(_ message: String) -> Never {
+    writeAll(2, "reachctl: \(message)\n")
+    Reachctl.exit(withError: ExitCode(2))
+}
+
+/// Writes a line to stdout unbuffered, so `watch` output reaches pipes at once.
+func printLine(_ text: String) {
+    writeAll(1, text + "\n")
+}
+
+func jsonLine(_ verdict: StampedVerdict) -> String {
+    String(decoding: encodeJSONLine(verdict).dropLast(), as: UTF8.self)
+}
+
+func humanLine(_ verdict: StampedVerdict, withTime: Bool) -> String {
+    withTime ? "\(verdict.timestamp) #\(verdict.sequence) \(verdict.verdict.summary)" : verdict.verdict.summary
+}
+
+extension Reachctl {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the current verdict; exit 0 when reachable, 1 when not.")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func run() throws {
+            let client = try connection.connect()
+            let verdict: StampedVerdict
+            do {
+                verdict = try client.verdict(for: Request(op: .status), timeout: 10)
+            } catch {
+                fail("\(error)")
+            }
+            printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: false))
+            throw ExitCode(verdict.verdict.reachable ? 0 : 1)
+        }
+    }
+
+    struct Watch: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the current verdict, then one line per change, until interrupted.")
+
+        @OptionGroup var connection: ConnectionOptions
+        @Flag(help: "Print JSON objects, one per line.") var json = false
+
+        func run() throws {
+            let client = try connection.connect()
+            do {
+                var verdict = try client.verdict(for: Request(op: .subscribe))
+                while true {
+                    printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true))
+                    verdict = try client.verdict(forNextEvent: ())
+                }
+            } catch {
+                fail("\(error)")
+            }
+        }
+    }
+
+    struct Wait: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Wait until the network is reachable (and unmetered with --unmetered).",
+            discussion: "Exit 0 as soon as the condition holds, 1 on timeout, 2 on errors. Usable as ExecCondition= in systemd units."
+        )
+
+        @OptionGroup var connection: ConnectionOptions
+        @Flag(help: "Also require an unmetered link.") var unmetered = false
+        @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
+
+        func validate() throws {
+            if let timeout, !(timeout >= 0) { throw ValidationError("--timeout must be a number of seconds >= 0") }
+        }
+
+        func run() throws {
+            let client = try connection.connect()
+            let deadline = timeout.map { monotonicNow() + $0 }
+            do {
+                var verdict = try client.verdict(for: Request(op: .subscribe), timeout: timeout.map { max($0, 1) })
+                while !satisfies(verdict.verdict) {
+                    let left = deadline.map { $0 - monotonicNow() }
+                    if let left, left <= 0 { timedOut(verdict) }
+                    guard let next = try client.nextReply(timeout: left) else { timedOut(verdict) }
+                    guard case .event(let changed) = next else { continue }
+                    verdict = changed
+                }
+                printLine(verdict.verdict.summary)
+            } catch {
+                fail("\(error)")
+            }
+        }
+
+        private func satisfies(_ verdict: Verdict) -> Bool {
+            verdict.reachable && !(unmetered && verdict.metered)
+        }
+
+        private func timedOut(_ last: StampedVerdict) -> Never {
+            writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; \(last.verdict.summary)\n")
+            Reachctl.exit(withError: ExitCode(1))
+        }
+    }
+
+    struct Ping: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Check that reachd answers.")
+
+        @OptionGroup var connection: ConnectionOptions
+
+        func run() throws {
+            let client = try connection.connect()
+            do {
+                try client.send(Request(op: .ping))
+                guard case .pong? = try client.nextReply(timeout: 10) else { fail("no pong from reachd") }
+                printLine("pong")
+            } catch {
+                fail("\(error)")
+            }
+        }
+    }
+}
+
+/// Writes all of `text` to a descriptor (stdout 1, stderr 2).
+func writeAll(_ fd: Int32, _ text: String) {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return }
+        bytes = bytes.dropFirst(n)
+    }
+}
+
+func monotonicNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+extension ReachdConnection {
+    /// Blocks until the next `event` and returns its verdict.
+    func verdict(forNextEvent _: Void) throws(ClientError) -> StampedVerdict {
+        while true {
+            guard let reply = try nextReply() else { continue }
+            switch reply {
+            case .event(let verdict): return verdict
+            case .error(let error): throw .refused(error)
+            default: continue
+            }
+        }
+    }
+}
