@@ -1,8 +1,9 @@
 /// Computes the verdict for the target "internet" (Apple's 0.0.0.0 target) from a snapshot.
 ///
 /// Per family, the kernel's choice among the default routes of the main table is taken: the lowest
-/// metric whose next hop is alive, skipping next hops without carrier only where the interface's
-/// `ignore_routes_with_linkdown` is set (as the kernel does). The chosen link then decides: it must be
+/// metric whose next hop is alive (its device up), skipping next hops without carrier only where the
+/// interface's `ignore_routes_with_linkdown` is set (as the kernel does). Carrier is read from the link,
+/// not from the route's `linkdown` flag, which the kernel changes without telling netlink listeners. The chosen link then decides: it must be
 /// up, running, with carrier and a usable address of the family. The overall verdict comes from IPv6
 /// when that path is reachable (RFC 6724 prefers native IPv6), else from IPv4.
 public struct InternetVerdict: Sendable {
@@ -56,19 +57,23 @@ public struct InternetVerdict: Sendable {
             }
             guard route.type == .unicast else { continue }
             for hop in route.nexthops {
-                guard !hop.flags.contains(.dead), let link = snapshot.links[hop.interfaceIndex] else { continue }
+                guard let link = snapshot.links[hop.interfaceIndex] else { continue }
                 let linkClass = classifier.classify(link)
                 if linkClass.ignored { continue }
-                if hop.flags.contains(.linkDown),
-                   snapshot.linkdownPolicy.ignoresLinkdown(family: family, interfaceIndex: link.index) {
-                    skipped.append(link.name)
+                // The kernel marks next hops over a device that is down dead and flushes them.
+                if hop.flags.contains(.dead) || !link.flags.contains(.up) {
+                    skipped.append("\(link.name) is down")
+                    continue
+                }
+                if !link.hasCarrier, snapshot.linkdownPolicy.ignoresLinkdown(family: family, interfaceIndex: link.index) {
+                    skipped.append("no carrier on \(link.name)")
                     continue
                 }
                 return judge(route: route, hop: hop, link: link, linkClass: linkClass, family: family, in: snapshot)
             }
         }
         if !skipped.isEmpty {
-            return .unreachable("\(familyName) default routes skipped: no carrier on \(skipped.joined(separator: ", "))")
+            return .unreachable("no usable \(familyName) default route (\(skipped.joined(separator: ", ")))")
         }
         return .unreachable("no \(familyName) default route")
     }

@@ -70,15 +70,13 @@ public struct LinkInfo: Hashable, Sendable {
         self.sysfs = sysfs
     }
 
-    /// Up, running and with carrier: the link can carry traffic.
-    public var isOperational: Bool {
-        flags.contains(.up) && flags.contains(.running) && flags.contains(.lowerUp) && carrier != false
-    }
+    /// The driver reports carrier (`IFF_LOWER_UP`, and `IFLA_CARRIER` when present).
+    public var hasCarrier: Bool { flags.contains(.lowerUp) && carrier != false }
 
     /// Why the link cannot carry traffic, or nil when it can.
     public var notOperationalReason: String? {
         if !flags.contains(.up) { return "\(name) is down" }
-        if !flags.contains(.lowerUp) || carrier == false { return "\(name) has no carrier" }
+        if !hasCarrier { return "\(name) has no carrier" }
         if !flags.contains(.running) { return "\(name) is not running" }
         return nil
     }
@@ -136,10 +134,6 @@ public struct NexthopFlags: OptionSet, Hashable, Sendable {
 
     /// `RTNH_F_DEAD`: the next hop is dead (its device is down).
     public static let dead = NexthopFlags(rawValue: 0x1)
-    /// `RTNH_F_ONLINK`.
-    public static let onlink = NexthopFlags(rawValue: 0x4)
-    /// `RTNH_F_LINKDOWN`: the device has no carrier.
-    public static let linkDown = NexthopFlags(rawValue: 0x10)
 }
 
 /// One next hop of a route.

@@ -1,0 +1,57 @@
+import ReachdConfig
+import ReachdModel
+import XCTest
+
+final class ConfigurationTests: XCTestCase {
+    func testParsesInterfaceRules() throws {
+        let config = try Configuration(toml: """
+            # phone tethering over USB is mobile data
+            [[interface]]
+            match = "usb*"
+            kind = "wwan"
+
+            [[interface]]
+            match = "wwan1"
+            metered = false
+
+            [[interface]]
+            match = "docker*"
+            ignore = true
+            """)
+        XCTAssertEqual(config.interfaceRules, [
+            InterfaceRule(match: "usb*", kind: .wwan),
+            InterfaceRule(match: "wwan1", metered: false),
+            InterfaceRule(match: "docker*", ignore: true),
+        ])
+        XCTAssertEqual(try Configuration(toml: "").interfaceRules, [])
+    }
+
+    func testErrorsNameTheProblem() {
+        let table: [(String, String)] = [
+            ("[[interface]]\nmatch = \"x\"\nkind = \"satellite\"", "\"kind\" must be one of"),
+            ("[[interface]]\nkind = \"wifi\"", "\"match\" (an interface name or glob) is required"),
+            ("[[interface]]\nmatch = \"x\"\nmetred = true", "unknown key \"metred\""),
+            ("[[interface]]\nmatch = \"x\"\nmetered = \"yes\"", "\"metered\" must be true or false"),
+            ("[[interface]]\nmatch = \"x\"\nignore = 1", "\"ignore\" must be true or false"),
+            ("interface = 3", "must be an array of tables"),
+            ("colour = \"blue\"", "unknown key \"colour\""),
+            ("[[interface]\nmatch = 1", "invalid TOML at line 1"),
+        ]
+        for (text, expected) in table {
+            XCTAssertThrowsError(try Configuration(toml: text), text) { error in
+                let message = (error as? ConfigurationError)?.message ?? "\(error)"
+                XCTAssertTrue(message.contains(expected), "\(message) does not say \(expected)")
+            }
+        }
+    }
+
+    func testLoadNamesTheFile() throws {
+        let path = NSTemporaryDirectory() + "reachd-config-\(getpid()).toml"
+        defer { unlink(path) }
+        XCTAssertThrowsError(try Configuration.load(path: path)) { error in
+            XCTAssertTrue("\(error)".contains(path))
+        }
+        try "[[interface]]\nmatch = \"eth0\"\nmetered = true\n".write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try Configuration.load(path: path).interfaceRules, [InterfaceRule(match: "eth0", metered: true)])
+    }
+}

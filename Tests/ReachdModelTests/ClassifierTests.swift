@@ -1,0 +1,64 @@
+import ReachdModel
+import XCTest
+
+final class ClassifierTests: XCTestCase {
+    private func classify(_ link: LinkInfo, rules: [InterfaceRule] = []) -> InterfaceClass {
+        InterfaceClassifier(rules: rules).classify(link)
+    }
+
+    func testDetectionOrder() {
+        let table: [(LinkInfo, InterfaceKind, String, Bool)] = [
+            (Fixture.link(1, "net5", sysfs: SysfsFacts(devtype: "wlan")), .wifi, "sysfs DEVTYPE=wlan", false),
+            (Fixture.link(1, "net5", sysfs: SysfsFacts(devtype: "wwan")), .wwan, "sysfs DEVTYPE=wwan", true),
+            (Fixture.link(1, "net5", sysfs: SysfsFacts(hasPhy80211: true)), .wifi, "sysfs phy80211", false),
+            (Fixture.link(1, "net5", sysfs: SysfsFacts(hasWireless: true)), .wifi, "sysfs wireless", false),
+            (Fixture.link(1, "eth0", sysfs: SysfsFacts(devtype: "wlan")), .wifi, "sysfs DEVTYPE=wlan", false),
+            (Fixture.link(1, "wlp2s0"), .wifi, "name wl*", false),
+            (Fixture.link(1, "wwan0"), .wwan, "name ww*", true),
+            (Fixture.link(1, "enp3s0"), .wired, "name en*", false),
+            (Fixture.link(1, "eth1", kind: "veth"), .wired, "name eth*", false),
+            (Fixture.link(1, "br0", kind: "bridge"), .other, "link kind bridge", false),
+            (Fixture.link(1, "veth9", kind: "veth"), .other, "link kind veth", false),
+            (Fixture.link(1, "lan0"), .wired, "ethernet hardware", false),
+        ]
+        for (link, kind, source, metered) in table {
+            let result = classify(link)
+            XCTAssertEqual(result.kind, kind, link.name)
+            XCTAssertEqual(result.source, source, link.name)
+            XCTAssertEqual(result.metered, metered, link.name)
+            XCTAssertFalse(result.ignored, link.name)
+        }
+    }
+
+    func testTunnelsAreTransientAndLoopbackIgnored() {
+        for (name, kind, hardware) in [("wg0", "wireguard", LinkInfo.arpNone), ("tun0", "tun", LinkInfo.arpNone), ("ppp0", nil, LinkInfo.arpPPP)] {
+            let result = classify(Fixture.link(9, name, kind: kind, hardware: hardware))
+            XCTAssertEqual(result.kind, .other, name)
+            XCTAssertTrue(result.transient, name)
+        }
+        let loopback = classify(Fixture.link(1, "lo", [.up, .running, .lowerUp, .loopback], hardware: LinkInfo.arpLoopback))
+        XCTAssertTrue(loopback.ignored)
+    }
+
+    func testConfigurationComesFirst() {
+        let rules = [
+            InterfaceRule(match: "usb*", kind: .wwan),
+            InterfaceRule(match: "wwan1", metered: false),
+            InterfaceRule(match: "wlan*", metered: true),
+            InterfaceRule(match: "docker*", ignore: true),
+        ]
+        let usb = classify(Fixture.link(5, "usb0"), rules: rules)
+        XCTAssertEqual(usb.kind, .wwan)
+        XCTAssertEqual(usb.source, "config: usb*")
+        XCTAssertEqual(usb.meteredReason, "interface kind wwan")
+        let unmeteredWWAN = classify(Fixture.link(6, "wwan1"), rules: rules)
+        XCTAssertEqual(unmeteredWWAN.kind, .wwan)
+        XCTAssertFalse(unmeteredWWAN.metered)
+        XCTAssertNil(unmeteredWWAN.meteredReason)
+        let tethered = classify(Fixture.link(7, "wlan0"), rules: rules)
+        XCTAssertEqual(tethered.kind, .wifi)
+        XCTAssertEqual(tethered.meteredReason, "config: wlan*")
+        XCTAssertTrue(classify(Fixture.link(8, "docker0", kind: "bridge"), rules: rules).ignored)
+        XCTAssertFalse(classify(Fixture.link(9, "eth0"), rules: rules).ignored)
+    }
+}

@@ -1,0 +1,47 @@
+import ReachdModel
+import XCTest
+
+final class TrackerAndTimestampTests: XCTestCase {
+    func testTrackerPublishesOnlyChanges() {
+        let engine = InternetVerdict()
+        let down = engine.verdict(for: NetworkSnapshot())
+        let up = engine.verdict(for: NetworkSnapshot(
+            links: [Fixture.link(2, "eth0")], addresses: [Fixture.v4(2, "192.0.2.2")],
+            routes: [Fixture.defaultRoute(via: "192.0.2.1", dev: 2)]))
+        var tracker = VerdictTracker()
+        XCTAssertEqual(tracker.record(down, at: Timestamp(microseconds: 1))?.sequence, 1)
+        XCTAssertNil(tracker.record(down, at: Timestamp(microseconds: 2)))
+        let second = tracker.record(up, at: Timestamp(microseconds: 3))
+        XCTAssertEqual(second?.sequence, 2)
+        XCTAssertEqual(second?.timestamp, Timestamp(microseconds: 3))
+        XCTAssertNil(tracker.record(up, at: Timestamp(microseconds: 4)))
+        XCTAssertEqual(tracker.record(down, at: Timestamp(microseconds: 5))?.sequence, 3)
+    }
+
+    func testTimestampFormatsAndParsesRFC3339() {
+        let time = Timestamp(microseconds: 1_795_319_522_123_456)
+        XCTAssertEqual(time.description, "2026-11-22T03:52:02.123456Z")
+        XCTAssertEqual(Timestamp(rfc3339: time.description), time)
+        XCTAssertEqual(Timestamp(rfc3339: "2026-11-22T04:52:02.123456+01:00"), time)
+        XCTAssertEqual(Timestamp(rfc3339: "1970-01-01T00:00:00Z"), Timestamp(microseconds: 0))
+        XCTAssertEqual(Timestamp(microseconds: -1).description, "1969-12-31T23:59:59.999999Z")
+        XCTAssertNil(Timestamp(rfc3339: "2026-11-22 03:52:02Z"))
+        XCTAssertNil(Timestamp(rfc3339: "yesterday"))
+    }
+
+    func testIPAddressText() {
+        XCTAssertEqual(IPAddress("192.0.2.1")?.description, "192.0.2.1")
+        XCTAssertEqual(IPAddress("2001:0db8:0:0:0:0:0:1")?.description, "2001:db8::1")
+        XCTAssertEqual(IPAddress("::1")?.family, .ipv6)
+        XCTAssertNil(IPAddress("192.0.2.256"))
+        XCTAssertNil(IPAddress(bytes: [1, 2, 3]))
+    }
+
+    func testSummary() {
+        let wwan = InternetVerdict().verdict(for: NetworkSnapshot(
+            links: [Fixture.link(4, "wwan0")], addresses: [Fixture.v4(4, "203.0.113.2")],
+            routes: [Fixture.defaultRoute(via: "203.0.113.1", dev: 4)]))
+        XCTAssertEqual(wwan.summary, "reachable via WWAN (wwan0), metered (interface kind wwan)")
+        XCTAssertEqual(InternetVerdict().verdict(for: NetworkSnapshot()).summary, "not reachable: no IPv4 default route")
+    }
+}

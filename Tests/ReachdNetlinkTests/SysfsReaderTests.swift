@@ -1,0 +1,51 @@
+import Foundation
+import ReachdModel
+import ReachdNetlink
+import XCTest
+
+/// Classification input from a fake sysfs tree, as the daemon's --sysfs-root reads it.
+final class SysfsReaderTests: XCTestCase {
+    private var root = ""
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "reachd-sysfs-\(getpid())-\(UUID().uuidString)"
+        let fm = FileManager.default
+        for name in ["wlp1", "wwp2", "phy3", "wext4", "eth0"] {
+            try fm.createDirectory(atPath: "\(root)/class/net/\(name)", withIntermediateDirectories: true)
+        }
+        try "INTERFACE=wlp1\nDEVTYPE=wlan\nIFINDEX=3\n".write(toFile: "\(root)/class/net/wlp1/uevent", atomically: true, encoding: .utf8)
+        try "DEVTYPE=wwan\n".write(toFile: "\(root)/class/net/wwp2/uevent", atomically: true, encoding: .utf8)
+        try fm.createSymbolicLink(atPath: "\(root)/class/net/phy3/phy80211", withDestinationPath: "../../ieee80211/phy0")
+        try fm.createDirectory(atPath: "\(root)/class/net/phy3/../../ieee80211/phy0", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: "\(root)/class/net/wext4/wireless", withIntermediateDirectories: true)
+        try "INTERFACE=eth0\nIFINDEX=2\n".write(toFile: "\(root)/class/net/eth0/uevent", atomically: true, encoding: .utf8)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    func testReadsDevtypeAndWirelessMarkers() {
+        let reader = SysfsReader(root: root)
+        XCTAssertEqual(reader.facts(for: "wlp1"), SysfsFacts(devtype: "wlan"))
+        XCTAssertEqual(reader.facts(for: "wwp2"), SysfsFacts(devtype: "wwan"))
+        XCTAssertEqual(reader.facts(for: "phy3"), SysfsFacts(hasPhy80211: true))
+        XCTAssertEqual(reader.facts(for: "wext4"), SysfsFacts(hasWireless: true))
+        XCTAssertEqual(reader.facts(for: "eth0"), SysfsFacts())
+        XCTAssertEqual(reader.facts(for: "missing0"), .none)
+        XCTAssertEqual(reader.facts(for: "../../etc"), .none)
+    }
+
+    func testFactsDriveTheClassifier() {
+        let reader = SysfsReader(root: root)
+        let classifier = InterfaceClassifier()
+        func kind(_ name: String) -> InterfaceKind {
+            classifier.classify(LinkInfo(index: 1, name: name, flags: [.up], linkKind: "veth", sysfs: reader.facts(for: name))).kind
+        }
+        XCTAssertEqual(kind("wlp1"), .wifi)
+        XCTAssertEqual(kind("wwp2"), .wwan)
+        XCTAssertEqual(kind("phy3"), .wifi)
+        XCTAssertEqual(kind("wext4"), .wifi)
+        XCTAssertEqual(kind("eth0"), .wired)
+    }
+}

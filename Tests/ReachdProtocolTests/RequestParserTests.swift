@@ -1,0 +1,80 @@
+import ReachdModel
+import ReachdProtocol
+import XCTest
+
+final class RequestParserTests: XCTestCase {
+    private func parse(_ text: String) -> Result<Request, ProtocolError> {
+        RequestParser.parse(Array(text.utf8))
+    }
+
+    func testValidRequests() throws {
+        XCTAssertEqual(try parse(#"{"op":"status"}"#).get(), Request(op: .status))
+        XCTAssertEqual(try parse(#"{"op":"subscribe","id":7,"target":"internet"}"#).get(), Request(op: .subscribe, id: .number(7)))
+        XCTAssertEqual(try parse(#" {"id":"x","op":"ping","extra":[1,{"a":null}]} "#).get(), Request(op: .ping, id: .string("x")))
+    }
+
+    func testBadInputGetsCodes() {
+        let table: [(String, ProtocolError.Code, RequestID?)] = [
+            ("not json", .badJSON, nil),
+            ("{\"op\":", .badJSON, nil),
+            ("\u{FF}", .badJSON, nil),
+            ("[1,2]", .badRequest, nil),
+            ("\"status\"", .badRequest, nil),
+            ("{}", .badRequest, nil),
+            (#"{"op":5,"id":1}"#, .badRequest, .number(1)),
+            (#"{"op":"status","id":1.5}"#, .badRequest, nil),
+            (#"{"op":"status","id":[1]}"#, .badRequest, nil),
+            (#"{"op":"reboot","id":"r"}"#, .unknownOp, .string("r")),
+            (#"{"op":"status","target":"example.org","id":2}"#, .badRequest, .number(2)),
+            (#"{"op":"status","target":3}"#, .badRequest, nil),
+        ]
+        for (line, code, id) in table {
+            guard case .failure(let error) = parse(line) else {
+                XCTFail("\(line) was accepted")
+                continue
+            }
+            XCTAssertEqual(error.code, code, line)
+            XCTAssertEqual(error.id, id, line)
+            XCTAssertFalse(error.message.isEmpty)
+        }
+    }
+
+    func testRepliesRoundTripAndCarryTheVersion() throws {
+        let verdict = StampedVerdict(
+            verdict: InternetVerdict().verdict(for: NetworkSnapshot()),
+            sequence: 4,
+            timestamp: Timestamp(microseconds: 1_795_319_522_000_000)
+        )
+        let replies: [Reply] = [
+            .status(id: .number(1), verdict: verdict),
+            .subscribed(id: nil, verdict: verdict),
+            .event(verdict: verdict),
+            .pong(id: .string("p")),
+            .error(ProtocolError(.unknownOp, "nope", id: .number(3))),
+        ]
+        for reply in replies {
+            let line = reply.encodedLine()
+            XCTAssertEqual(line.last, UInt8(ascii: "\n"))
+            XCTAssertFalse(line.dropLast().contains(UInt8(ascii: "\n")), "one line per message")
+            let text = String(decoding: line, as: UTF8.self)
+            XCTAssertTrue(text.contains("\"version\":1"), text)
+            XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), reply)
+        }
+        let event = String(decoding: Reply.event(verdict: verdict).encodedLine(), as: UTF8.self)
+        for field in ["\"target\":\"internet\"", "\"reachable\":false", "\"status\":\"unreachable\"", "\"metered\":false",
+                      "\"interface\":null", "\"flags\":[]", "\"sequence\":4", "\"timestamp\":\"2026-11-22T03:52:02.000000Z\""] {
+            XCTAssertTrue(event.contains(field), "\(field) missing in \(event)")
+        }
+    }
+
+    func testSocketPathDefaults() {
+        XCTAssertEqual(SocketPath.defaultPath(uid: 0, environment: [:]), "/run/reachd/reachd.sock")
+        XCTAssertEqual(SocketPath.defaultPath(uid: 1000, environment: ["XDG_RUNTIME_DIR": "/run/user/1000"]), "/run/user/1000/reachd.sock")
+        XCTAssertNil(SocketPath.defaultPath(uid: 1000, environment: [:]))
+        XCTAssertNil(SocketPath.defaultPath(uid: 1000, environment: ["XDG_RUNTIME_DIR": "relative"]))
+        XCTAssertEqual(SocketPath.clientPath(explicit: "/x", uid: 0, environment: ["REACHD_SOCKET": "/y"], exists: { _ in true }), "/x")
+        XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: ["REACHD_SOCKET": "/y"], exists: { _ in true }), "/y")
+        XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: [:], exists: { _ in true }), "/run/reachd/reachd.sock")
+        XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: ["XDG_RUNTIME_DIR": "/r"], exists: { _ in false }), "/r/reachd.sock")
+    }
+}
