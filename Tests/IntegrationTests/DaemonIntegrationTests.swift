@@ -1,0 +1,247 @@
+import Foundation
+import Reachability
+import ReachdClient
+import ReachdProtocol
+import XCTest
+
+/// The daemon's socket, its shutdown, reachctl and the Swift library against a real reachd in a namespace.
+final class DaemonIntegrationTests: XCTestCase {
+    private var lab: NetLab!
+
+    override func setUpWithError() throws {
+        lab = try NetLab.make()
+        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
+        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 200")
+    }
+
+    override func tearDown() {
+        lab?.tearDown()
+    }
+
+    func testBadClientsGetErrorsAndNeverDisturbOthers() throws {
+        try lab.startDaemon()
+        let watcher = try lab.subscribe()
+        let bad = try ReachdConnection(path: lab.socketPath)
+        try bad.send(raw: Array("{\"op\":\"status\"\n".utf8))
+        try bad.send(raw: Array("{\"op\":\"format-disk\",\"id\":9}\n".utf8))
+        try bad.send(raw: [UInt8](repeating: UInt8(ascii: "a"), count: 200_000) + [10])
+        try bad.send(raw: [0xff, 0xfe, 0x00, 10])
+        var codes: [ProtocolError.Code] = []
+        for _ in 0..<4 {
+            guard case .error(let error)? = try bad.nextReply(timeout: 5) else { return XCTFail("expected an error reply") }
+            codes.append(error.code)
+        }
+        XCTAssertEqual(codes, [.badJSON, .unknownOp, .lineTooLong, .badJSON])
+        try bad.send(Request(op: .ping, id: .number(1)))
+        XCTAssertEqual(try bad.nextReply(timeout: 5), .pong(id: .number(1)), "the bad client is still served")
+
+        // A client that vanishes mid-line, and one that floods requests without reading, change nothing for others.
+        do {
+            let vanishing = try ReachdConnection(path: lab.socketPath)
+            try vanishing.send(raw: Array("{\"op\":\"subscr".utf8))
+        }
+        let flooder = try ReachdConnection(path: lab.socketPath)
+        let burst = [UInt8](String(repeating: "{\"op\":\"status\"}\n", count: 2000).utf8)
+        for _ in 0..<20 { try? flooder.send(raw: burst) }
+
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        let wired = try watcher.waitFor("change after the bad clients") { $0.status == .wired }
+        XCTAssertEqual(wired.sequence, watcher.initial.sequence + 1)
+        XCTAssertEqual(try lab.reachctl(["status"]).status, 0)
+        XCTAssertTrue(lab.log.contains("client does not read its replies; closing it"), "the flooding client was dropped")
+    }
+
+    func testSIGTERMShutsDownCleanlyAndRemovesTheSocket() throws {
+        try lab.startDaemon()
+        let client = try lab.subscribe()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: lab.socketPath))
+        XCTAssertEqual(lab.stopDaemon(), 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: lab.socketPath))
+        XCTAssertThrowsError(try client.connection.nextReply(timeout: 2), "the subscriber sees the connection end")
+        // A socket file left by a killed daemon is replaced, not fatal.
+        try lab.startDaemon()
+        XCTAssertEqual(try lab.reachctl(["ping"]).out, "pong\n")
+    }
+
+    func testSecondDaemonOnTheSameSocketIsRefused() throws {
+        try lab.startDaemon()
+        let second = try lab.run("ip netns exec \(lab.host) \(NetLab.binary("reachd")) --socket \(lab.socketPath) --sysfs-root \(lab.sysfsRoot); echo exit=$?")
+        XCTAssertTrue(second.contains("in use by a running daemon"), second)
+        XCTAssertTrue(second.contains("exit=1"), second)
+        XCTAssertEqual(try lab.reachctl(["ping"]).status, 0, "the first daemon still serves")
+    }
+
+    func testReachctl() throws {
+        try lab.startDaemon()
+        let status = try lab.reachctl(["status"])
+        XCTAssertEqual(status.status, 0)
+        XCTAssertEqual(status.out, "reachable via WWAN (wwan0), metered (interface kind wwan)\n")
+
+        let json = try lab.reachctl(["status", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["target"] as? String, "internet")
+        XCTAssertEqual(object?["reachable"] as? Bool, true)
+        XCTAssertEqual(object?["status"] as? String, "wwan")
+        XCTAssertEqual(object?["metered"] as? Bool, true)
+        XCTAssertEqual(object?["interface"] as? String, "wwan0")
+        XCTAssertEqual(object?["flags"] as? [String], ["reachable", "isWWAN"])
+        XCTAssertNotNil(object?["sequence"] as? Int)
+        XCTAssertNotNil((object?["timestamp"] as? String).flatMap { Timestamp(rfc3339: $0) })
+
+        let timedOut = try lab.reachctl(["wait", "--unmetered", "--timeout", "0.3"])
+        XCTAssertEqual(timedOut.status, 1, "metered link: --unmetered times out")
+        XCTAssertTrue(timedOut.err.contains("timed out"), timedOut.err)
+        XCTAssertEqual(try lab.reachctl(["wait", "--timeout", "1"]).status, 0)
+
+        // wait --unmetered returns as soon as an unmetered route appears.
+        let waiter = Process()
+        waiter.executableURL = URL(fileURLWithPath: NetLab.binary("reachctl"))
+        waiter.arguments = ["wait", "--unmetered", "--timeout", "20", "--socket", lab.socketPath]
+        waiter.standardOutput = FileHandle.nullDevice
+        try waiter.run()
+        usleep(200_000)
+        XCTAssertTrue(waiter.isRunning)
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        waiter.waitUntilExit()
+        XCTAssertEqual(waiter.terminationStatus, 0)
+
+        try lab.ip("route flush default")
+        let down = try lab.reachctl(["status"])
+        XCTAssertEqual(down.status, 1)
+        XCTAssertEqual(down.out, "not reachable: no IPv4 default route\n")
+
+        let noDaemon = try lab.reachctl(["status", "--socket", lab.directory + "/nothing.sock"])
+        XCTAssertEqual(noDaemon.status, 2)
+        XCTAssertTrue(noDaemon.err.contains("is reachd running?"), noDaemon.err)
+    }
+
+    func testWatchPrintsOneLinePerChange() throws {
+        try lab.startDaemon()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: NetLab.binary("reachctl"))
+        process.arguments = ["watch", "--json", "--socket", lab.socketPath]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        defer { process.terminate() }
+        let reader = LineReader(pipe.fileHandleForReading)
+        XCTAssertTrue(try reader.next().contains("\"status\":\"wwan\""))
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        XCTAssertTrue(try reader.next().contains("\"status\":\"wired\""))
+    }
+
+    func testLibraryAsDaemonClient() throws {
+        try lab.startDaemon()
+        let center = NotificationCenter()
+        let monitor = ReachabilityMonitor(source: .daemon(socketPath: lab.socketPath), notificationCenter: center)
+        let posted = expectation(forNotification: .reachabilityChanged, object: monitor, notificationCenter: center) { note in
+            (note.userInfo?["verdict"] as? StampedVerdict)?.verdict.status == .wired
+        }
+        let unreachable = expectation(description: "whenUnreachable")
+        monitor.whenUnreachable = { _ in unreachable.fulfill() }
+        try monitor.startNotifier()
+        defer { monitor.stopNotifier() }
+        XCTAssertEqual(monitor.verdict?.verdict.status, .wwan)
+        XCTAssertEqual(monitor.connection, .cellular)
+        let stream = monitor.updates
+
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        wait(for: [posted], timeout: 10)
+        XCTAssertEqual(monitor.connection, .wifi, "wired reads as WiFi in the seeds' three states")
+        try lab.ip("route flush default")
+        wait(for: [unreachable], timeout: 10)
+
+        let statuses = collect(stream, count: 3)
+        XCTAssertEqual(statuses, [.wwan, .wired, .unreachable])
+    }
+
+    func testLibraryInProcessOnNetlink() throws {
+        // The monitor's netlink sockets are made on this thread: enter the lab's namespace for that call only.
+        let own = open("/proc/thread-self/ns/net", O_RDONLY)
+        let lab = open("/run/netns/\(self.lab.host)", O_RDONLY)
+        XCTAssertGreaterThanOrEqual(own, 0)
+        XCTAssertGreaterThanOrEqual(lab, 0)
+        defer { close(own); close(lab) }
+        let monitor = ReachabilityMonitor(source: .netlink(sysfsRoot: self.lab.sysfsRoot), notificationCenter: NotificationCenter())
+        XCTAssertEqual(enterNetworkNamespace(lab), 0)
+        let started = Result { try monitor.startNotifier() }
+        XCTAssertEqual(enterNetworkNamespace(own), 0)
+        try started.get()
+        defer { monitor.stopNotifier() }
+        XCTAssertEqual(monitor.verdict?.verdict.status, .wwan)
+        let reachable = expectation(description: "whenReachable with wired")
+        monitor.whenReachable = { verdict in if verdict.verdict.status == .wired { reachable.fulfill() } }
+        try self.lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        wait(for: [reachable], timeout: 10)
+        XCTAssertEqual(monitor.verdict?.sequence, 2)
+    }
+
+    func testResynchronisesAfterSocketOverflow() throws {
+        // A tiny receive buffer and a burst of 3000 addresses overflow the event socket (ENOBUFS).
+        try lab.startDaemon(arguments: ["--netlink-receive-buffer", "4096"])
+        let client = try lab.subscribe()
+        let batch = lab.directory + "/burst.batch"
+        let lines = (0..<3000).map { "address add 10.\(200 + $0 / 60000).\($0 / 250 % 240).\($0 % 250 + 1)/32 dev eth0" }
+        try lines.joined(separator: "\n").write(toFile: batch, atomically: true, encoding: .utf8)
+        try lab.run("ip -n \(lab.host) -batch \(batch)")
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        try client.waitFor("the route added after the overflow") { $0.status == .wired }
+        XCTAssertTrue(lab.log.contains("resynchronising all caches"), "overflow was detected: \(lab.log.suffix(2000))")
+    }
+
+    private func collect(_ stream: AsyncStream<StampedVerdict>, count: Int) -> [ReachabilityStatus] {
+        let box = StatusBox()
+        let done = expectation(description: "stream")
+        Task {
+            var seen: [ReachabilityStatus] = []
+            for await verdict in stream {
+                seen.append(verdict.verdict.status)
+                if seen.count == count { break }
+            }
+            box.set(seen)
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        return box.value
+    }
+}
+
+/// `setns(fd, CLONE_NEWNET)` for the calling thread; glibc declares it only with _GNU_SOURCE, so look it up.
+private func enterNetworkNamespace(_ fd: Int32) -> Int32 {
+    typealias SetNS = @convention(c) (Int32, Int32) -> Int32
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "setns") else { return -1 }
+    return unsafeBitCast(symbol, to: SetNS.self)(fd, 0x4000_0000)
+}
+
+private final class StatusBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var statuses: [ReachabilityStatus] = []
+    func set(_ value: [ReachabilityStatus]) { lock.withLock { statuses = value } }
+    var value: [ReachabilityStatus] { lock.withLock { statuses } }
+}
+
+/// Reads lines from a pipe with a timeout.
+private final class LineReader {
+    private let handle: FileHandle
+    private var buffer = Data()
+
+    init(_ handle: FileHandle) { self.handle = handle }
+
+    func next(timeout: Double = 10) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = Data(buffer[(newline + 1)...])
+                return String(decoding: line, as: UTF8.self)
+            }
+            var entry = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            guard left > 0, poll(&entry, 1, left) > 0 else { throw LabError("no line within \(timeout)s") }
+            let chunk = handle.availableData
+            guard !chunk.isEmpty else { throw LabError("pipe closed") }
+            buffer.append(chunk)
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import ReachdClient
+import ReachdModel
+import ReachdProtocol
+import XCTest
+
+/// A throw-away network lab: a namespace for reachd ("host") and one for the far ends of its veth links
+/// ("peer"), a temp directory with the socket, config and a fake sysfs, and the daemon under test.
+/// Everything is removed in `tearDown()`, also when a test fails.
+final class NetLab {
+    private static let counter = Counter()
+
+    let host: String
+    let peer: String
+    let directory: String
+    var socketPath: String { directory + "/reachd.sock" }
+    var logPath: String { directory + "/reachd.log" }
+    var sysfsRoot: String { directory + "/sys" }
+    private var daemon: Process?
+
+    /// Skips the test where namespaces cannot be made (not root, no iproute2).
+    static func make() throws -> NetLab {
+        guard getuid() == 0 else { throw XCTSkip("integration tests need root for network namespaces") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") || FileManager.default.isExecutableFile(atPath: "/sbin/ip") else {
+            throw XCTSkip("iproute2 (ip) is not installed")
+        }
+        return try NetLab()
+    }
+
+    private init() throws {
+        let id = "rdt\(getpid() % 100000)x\(Self.counter.next())"
+        host = id + "h"
+        peer = id + "p"
+        directory = NSTemporaryDirectory() + "reachd-lab-" + id
+        try FileManager.default.createDirectory(atPath: directory + "/sys/class/net", withIntermediateDirectories: true)
+        try run("ip netns add \(host)")
+        try run("ip netns add \(peer)")
+        try ip("link set lo up")
+    }
+
+    func tearDown() {
+        stopDaemon()
+        _ = try? run("ip netns del \(host)")
+        _ = try? run("ip netns del \(peer)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: - Shell
+
+    /// Runs a shell command; throws with its output when it fails.
+    @discardableResult
+    func run(_ command: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec 2>&1; " + command]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw LabError("`\(command)` failed (\(process.terminationStatus)): \(output)")
+        }
+        return output
+    }
+
+    /// `ip -n HOST ARGS`.
+    func ip(_ arguments: String) throws { try run("ip -n \(host) \(arguments)") }
+
+    /// `ip -n PEER ARGS`.
+    func peerIP(_ arguments: String) throws { try run("ip -n \(peer) \(arguments)") }
+
+    /// A command inside the host namespace.
+    func inHost(_ command: String) throws { try run("ip netns exec \(host) \(command)") }
+
+    // MARK: - Links
+
+    /// A veth pair: `name` in the host namespace, its far end (same name) in the peer namespace; both up.
+    func addLink(_ name: String, ipv4: String? = nil, ipv6: String? = nil) throws {
+        try run("ip link add \(name) netns \(host) type veth peer name \(name) netns \(peer)")
+        if let ipv4 { try ip("addr add \(ipv4) dev \(name)") }
+        if let ipv6 { try ip("addr add \(ipv6) dev \(name) nodad") }
+        try peerIP("link set \(name) up")
+        try ip("link set \(name) up")
+    }
+
+    /// Takes away (or gives back) carrier on `name` by downing its far end.
+    func setCarrier(_ name: String, _ on: Bool) throws {
+        try peerIP("link set \(name) \(on ? "up" : "down")")
+    }
+
+    /// Writes a fake `sysfs/class/net/NAME/uevent`.
+    func fakeSysfs(_ name: String, uevent: String) throws {
+        let dir = "\(sysfsRoot)/class/net/\(name)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try uevent.write(toFile: dir + "/uevent", atomically: true, encoding: .utf8)
+    }
+
+    // MARK: - Daemon
+
+    /// Starts reachd inside the host namespace and waits until its socket answers.
+    func startDaemon(config: String? = nil, arguments: [String] = []) throws {
+        var args = ["netns", "exec", host, Self.binary("reachd"), "--socket", socketPath, "--sysfs-root", sysfsRoot, "--log-level", "debug"]
+        if let config {
+            let path = directory + "/reachd.toml"
+            try config.write(toFile: path, atomically: true, encoding: .utf8)
+            args += ["--config", path]
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = args + arguments
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        daemon = process
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let connection = try? ReachdConnection(path: socketPath) {
+                try connection.send(Request(op: .ping))
+                if case .pong? = try connection.nextReply(timeout: 5) { return }
+            }
+            guard process.isRunning else { throw LabError("reachd exited (\(process.terminationStatus)): \(log)") }
+            usleep(20_000)
+        }
+        throw LabError("reachd did not answer on \(socketPath): \(log)")
+    }
+
+    /// Sends SIGTERM and waits; returns the exit status.
+    @discardableResult
+    func stopDaemon() -> Int32? {
+        guard let daemon, daemon.isRunning else { return self.daemon?.terminationStatus }
+        daemon.terminate()
+        let deadline = Date().addingTimeInterval(10)
+        while daemon.isRunning && Date() < deadline { usleep(10_000) }
+        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL); daemon.waitUntilExit() }
+        return daemon.terminationStatus
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// A subscription to the daemon under test.
+    func subscribe() throws -> Subscriber { try Subscriber(path: socketPath) }
+
+    /// Runs reachctl against the lab's daemon (unless `arguments` name a socket); returns exit status, stdout and stderr.
+    func reachctl(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary("reachctl"))
+        process.arguments = arguments.contains("--socket") ? arguments : arguments + ["--socket", socketPath]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// A product built next to the test bundle (override with REACHD_BIN_DIR).
+    static func binary(_ name: String) -> String {
+        if let dir = ProcessInfo.processInfo.environment["REACHD_BIN_DIR"] { return dir + "/" + name }
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent(name).path
+    }
+}
+
+/// A subscribed client that collects events.
+final class Subscriber {
+    let connection: ReachdConnection
+    let initial: StampedVerdict
+    private(set) var events: [StampedVerdict] = []
+
+    init(path: String) throws {
+        connection = try ReachdConnection(path: path)
+        initial = try connection.verdict(for: Request(op: .subscribe), timeout: 5)
+    }
+
+    /// The latest verdict seen.
+    var latest: StampedVerdict { events.last ?? initial }
+
+    /// Reads events until `condition` holds for the latest verdict; fails the test after `timeout` seconds.
+    @discardableResult
+    func waitFor(_ what: String, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line,
+                 _ condition: (Verdict) -> Bool) throws -> StampedVerdict {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition(latest.verdict) {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0, let reply = try connection.nextReply(timeout: left) else {
+                XCTFail("timed out waiting for \(what); last verdict: \(latest.verdict.summary)", file: file, line: line)
+                throw LabError("timed out waiting for \(what)")
+            }
+            if case .event(let verdict) = reply { events.append(verdict) }
+        }
+        return latest
+    }
+
+    /// Events that arrive within `seconds` (to check that nothing more is published).
+    func drain(for seconds: Double) throws -> [StampedVerdict] {
+        var extra: [StampedVerdict] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while deadline.timeIntervalSinceNow > 0 {
+            guard let reply = try connection.nextReply(timeout: deadline.timeIntervalSinceNow) else { break }
+            if case .event(let verdict) = reply { extra.append(verdict); events.append(verdict) }
+        }
+        return extra
+    }
+}
+
+struct LabError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value += 1; return value } }
+}
