@@ -14,7 +14,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // libnl-route-3 through pkg-config; only ReachdNetlink imports it.
@@ -25,11 +24,8 @@ let package = Package(
         ),
         // Pure model: snapshot in, verdict out. No I/O.
         .target(name: "ReachdModel"),
-        // TOML configuration -> model rules.
-        .target(
-            name: "ReachdConfig",
-            dependencies: ["ReachdModel", .product(name: "TOMLKit", package: "TOMLKit")]
-        ),
+        // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
+        .target(name: "ReachdConfig", dependencies: ["ReachdModel"]),
         // The only module that talks to the kernel (libnl cache manager, sysfs).
         .target(
             name: "ReachdNetlink",

@@ -1,5 +1,4 @@
 import ReachdModel
-import TOMLKit
 
 /// reachd's configuration file (TOML); `docs/configuration.md` and `reachd.toml.example` describe it.
 public struct Configuration: Hashable, Sendable {
@@ -29,16 +28,16 @@ extension Configuration {
     public init(toml text: String) throws {
         let table: TOMLTable
         do {
-            table = try TOMLTable(string: text)
-        } catch let error as TOMLParseError {
-            throw ConfigurationError("invalid TOML at line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
+            table = try TOMLParser.parse(text)
+        } catch let error as TOMLError {
+            throw ConfigurationError("invalid TOML at \(error)")
         }
         for key in table.keys where !Self.topLevelKeys.contains(key) {
             throw ConfigurationError("unknown key \"\(key)\" (known: \(Self.topLevelKeys.sorted().joined(separator: ", ")))")
         }
         var rules: [InterfaceRule] = []
         if let value = table["interface"] {
-            guard let array = value.array else {
+            guard let array = value.array, array.allSatisfy({ $0.table != nil }) else {
                 throw ConfigurationError("\"interface\" must be an array of tables: write [[interface]]")
             }
             for (position, element) in array.enumerated() {
