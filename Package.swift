@@ -57,12 +57,22 @@ let package = Package(
                 "ReachdDaemon", "ReachdConfig",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .executableTarget(
             name: "reachctl",
             dependencies: [
                 "ReachdClient", "ReachdProtocol", "ReachdModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Benchmark driver for bench/run (runs inside a namespace the script sets up).
+        .executableTarget(
+            name: "reachd-bench",
+            dependencies: [
+                "CNetlink", "ReachdClient", "ReachdProtocol", "ReachdModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -26,7 +26,11 @@ public struct DaemonOptions: Sendable {
 }
 
 /// Assembles the daemon: watcher -> hub -> socket server, run as a service group until SIGTERM/SIGINT.
+///
+/// The event loops are NIO's singleton group; `reachd` installs it as Swift Concurrency's global executor,
+/// so an idle daemon has no thread that wakes up (see ShutdownSignals and NetlinkWatcher).
 public enum Daemon {
+    /// Runs until SIGTERM or SIGINT, which `ShutdownSignals` takes on the main thread (see `reachd`'s main).
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
         let hub = VerdictHub(engine: InternetVerdict(classifier: options.configuration.classifier))
@@ -39,13 +43,14 @@ public enum Daemon {
         if let first = hub.update(snapshot: initial) {
             logger.info("initial verdict", metadata: first.logMetadata)
         }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: min(2, System.coreCount))
         let server: SocketServer
         do {
-            server = try await SocketServer(path: options.socketPath, hub: hub, group: group, limits: options.limits, logger: logger)
+            server = try await SocketServer(
+                path: options.socketPath, hub: hub, group: MultiThreadedEventLoopGroup.singleton,
+                limits: options.limits, logger: logger
+            )
         } catch {
             watcher.stop()
-            try? await group.shutdownGracefully()
             throw error
         }
         let services = ServiceGroup(configuration: .init(
@@ -53,11 +58,13 @@ public enum Daemon {
                 .init(service: WatcherService(watcher: watcher)),
                 .init(service: SocketServerService(server: server)),
             ],
-            gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         ))
+        ShutdownSignals.onSignal { signal in
+            logger.info("signal \(signal): shutting down")
+            Task { await services.triggerGracefulShutdown() }
+        }
         try await services.run()
-        try? await group.shutdownGracefully()
         logger.info("stopped")
     }
 

@@ -48,6 +48,8 @@ public final class SocketServer: Sendable {
         channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
+            // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536))
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
                     let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!

@@ -1,5 +1,4 @@
 import CNetlink
-import Dispatch
 import Logging
 import ReachdModel
 #if canImport(Glibc)
@@ -8,8 +7,9 @@ import Glibc
 
 /// Watches links, addresses, routes and netconf through libnl's cache manager and reports settled snapshots.
 ///
-/// All libnl state is confined to one serial dispatch queue; the cache manager's socket is watched with a
-/// dispatch read source (no polling, no timers). After the socket has been drained the snapshot is rebuilt
+/// All libnl state belongs to one thread of the watcher's own, which sleeps in `poll(2)` on the cache
+/// manager's socket and a wake-up pipe: no timers, no periodic wake-ups, nothing from libdispatch (whose
+/// worker pool would add a 1 Hz monitor timer). After the socket has been drained the snapshot is rebuilt
 /// from the caches that changed, and the handler is called once if it differs from the last one: a burst
 /// of kernel messages yields one snapshot. A receive error (e.g. ENOBUFS after a socket overflow) replaces
 /// the cache manager, which dumps everything afresh.
@@ -34,21 +34,26 @@ public final class NetlinkWatcher: @unchecked Sendable {
         case netconf = "route/netconf"
     }
 
-    private let queue = DispatchQueue(label: "reachd.netlink")
+    /// How long to wait before retrying when the cache manager cannot be reopened.
+    private static let reopenRetryMilliseconds: Int32 = 100
+
     private let options: Options
     private let sysfs: SysfsReader
     private let logger: Logger
 
-    // Everything below is touched only on `queue`.
+    // Touched by `start` and `stop` on the caller's thread, by the watcher thread in between.
     private var manager: OpaquePointer?
     private var caches: [CacheKind: OpaquePointer] = [:]
     private var syncSocket: OpaquePointer?
-    private var source: DispatchSourceRead?
     private var dirty: Set<CacheKind> = []
     private var current = NetworkSnapshot()
     private var sysfsFacts: [Int32: (name: String, facts: SysfsFacts)] = [:]
     private var handler: (@Sendable (NetworkSnapshot) -> Void)?
+    /// Resynchronisations so far, for the log.
     private var resynchronisations = 0
+    private var thread: pthread_t?
+    /// Writing a byte here wakes the watcher thread to stop.
+    private var wakePipe: (read: Int32, write: Int32) = (-1, -1)
 
     public init(options: Options = Options(), logger: Logger) {
         self.options = options
@@ -57,40 +62,91 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 
     deinit {
-        source?.cancel()
-        if let manager { nl_cache_mngr_free(manager) }
-        if let syncSocket { nl_socket_free(syncSocket) }
+        stop()
     }
 
-    /// Opens the caches, returns the initial snapshot, then calls `handler` on every settled change.
+    /// Opens the caches, returns the initial snapshot, then calls `handler` (on the watcher's thread) on every
+    /// settled change. The netlink sockets belong to the calling thread's network namespace.
     public func start(handler: @escaping @Sendable (NetworkSnapshot) -> Void) throws -> NetworkSnapshot {
-        try queue.sync {
-            precondition(self.manager == nil, "NetlinkWatcher started twice")
-            try self.openManager()
-            self.dirty = Set(CacheKind.allCases)
-            self.rebuild()
-            self.handler = handler
-            return self.current
+        precondition(thread == nil, "NetlinkWatcher started twice")
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw NetlinkError(call: "pipe", code: NLE_FAILURE) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        wakePipe = (fds[0], fds[1])
+        do {
+            try openManager()
+        } catch {
+            closeWakePipe()
+            throw error
         }
+        dirty = Set(CacheKind.allCases)
+        rebuild()
+        self.handler = handler
+        let initial = current
+        thread = try spawnThread { [unowned self] in self.run() }
+        return initial
     }
 
     /// Stops watching; the handler is not called after this returns.
     public func stop() {
-        queue.sync {
-            self.handler = nil
-            self.closeManager()
-            if let syncSocket = self.syncSocket {
-                nl_socket_free(syncSocket)
-                self.syncSocket = nil
+        guard let thread else { return }
+        var byte: UInt8 = 1
+        _ = write(wakePipe.write, &byte, 1)
+        pthread_join(thread, nil)
+        self.thread = nil
+        handler = nil
+        closeManager()
+        if let syncSocket {
+            nl_socket_free(syncSocket)
+            self.syncSocket = nil
+        }
+        closeWakePipe()
+    }
+
+    private func closeWakePipe() {
+        if wakePipe.read >= 0 { close(wakePipe.read) }
+        if wakePipe.write >= 0 { close(wakePipe.write) }
+        wakePipe = (-1, -1)
+    }
+
+    /// The watcher thread: sleeps in poll(2) until the kernel or `stop` has something to say.
+    private func run() {
+        while true {
+            var entries = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
+            if let manager { entries.append(pollfd(fd: nl_cache_mngr_get_fd(manager), events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&entries, nfds_t(entries.count), manager == nil ? Self.reopenRetryMilliseconds : -1)
+            if ready < 0 && errno != EINTR {
+                logger.error("netlink: poll failed: errno \(errno)")
+                return
+            }
+            if entries[0].revents != 0 { return }
+            if manager == nil {
+                reopen()
+            } else if entries.count > 1, entries[1].revents != 0 {
+                socketReadable()
             }
         }
     }
 
-    /// The latest snapshot.
-    public var snapshot: NetworkSnapshot { queue.sync { current } }
-
-    /// How often the watcher had to throw its caches away and dump afresh.
-    public var resynchronisationCount: Int { queue.sync { resynchronisations } }
+    private func spawnThread(_ body: @escaping () -> Void) throws -> pthread_t {
+        final class Box {
+            let body: () -> Void
+            init(_ body: @escaping () -> Void) { self.body = body }
+        }
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { raw in
+            guard let raw else { return nil }
+            let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
+            box.body()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            throw NetlinkError(call: "pthread_create", code: NLE_FAILURE)
+        }
+        return tid
+    }
 
     // MARK: - Cache manager
 
@@ -122,18 +178,10 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
         manager = mngr
         caches = opened
-        let readSource = DispatchSource.makeReadSource(fileDescriptor: nl_cache_mngr_get_fd(mngr), queue: queue)
-        readSource.setEventHandler { [unowned self] in self.socketReadable() }
-        // The manager (and its socket) may only be freed once the source no longer watches the fd.
-        nonisolated(unsafe) let owned = mngr
-        readSource.setCancelHandler { nl_cache_mngr_free(owned) }
-        source = readSource
-        readSource.resume()
     }
 
     private func closeManager() {
-        source?.cancel()
-        source = nil
+        if let manager { nl_cache_mngr_free(manager) }
         manager = nil
         caches = [:]
     }
@@ -146,7 +194,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
     }
 
-    /// Called by libnl (on `queue`, inside `nl_cache_mngr_data_ready`) for every changed object.
+    /// Called by libnl (on the watcher thread, inside `nl_cache_mngr_data_ready`) for every changed object.
     fileprivate func noteChange(in cache: OpaquePointer) {
         if let kind = caches.first(where: { $0.value == cache })?.key {
             dirty.insert(kind)
@@ -177,15 +225,15 @@ public final class NetlinkWatcher: @unchecked Sendable {
         resynchronisations += 1
         logger.warning("netlink: \(error); resynchronising all caches", metadata: ["resync": "\(resynchronisations)"])
         closeManager()
+        reopen()
+    }
+
+    /// Opens a fresh cache manager and publishes what it dumped; on failure `run` calls again shortly.
+    private func reopen() {
         do {
             try openManager()
         } catch {
-            // Without a working socket the view would go stale: say so loudly and retry on the next turn.
-            logger.error("netlink: cannot reopen the cache manager: \(error); retrying")
-            queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
-                guard let self, self.handler != nil, self.manager == nil else { return }
-                self.resynchronise(after: NetlinkError(call: "retry", code: 0))
-            }
+            logger.error("netlink: cannot open the cache manager: \(error); retrying")
             return
         }
         dirty = Set(CacheKind.allCases)
@@ -248,11 +296,9 @@ public final class NetlinkWatcher: @unchecked Sendable {
         guard let syncSocket, let cache = caches[.route] else { return }
         let rc = nl_cache_refill(syncSocket, cache)
         if rc < 0 {
+            // A failed dump leaves the route cache unknown: start over with a fresh manager.
             logger.warning("netlink: \(NetlinkError(call: "nl_cache_refill(route/route)", code: rc)); resynchronising")
-            dirty.insert(.route)
-            queue.async { [weak self] in
-                self?.resynchronise(after: NetlinkError(call: "nl_cache_refill", code: rc))
-            }
+            closeManager()
             return
         }
         dirty.insert(.route)

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Logging
+import NIOCore
+import NIOPosix
 import ReachdConfig
 import ReachdDaemon
 import ReachdNetlink
@@ -9,6 +11,21 @@ import Glibc
 #endif
 
 @main
+enum ReachdMain {
+    static func main() {
+        // Before any thread or task exists: async code runs on NIO's event loops instead of libdispatch's
+        // worker pool (whose monitor ticks every second), and the main thread only waits for signals.
+        ShutdownSignals.block()
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        // Detached: `main` is on the main actor, whose queue nobody drains while this thread waits for signals.
+        Task.detached {
+            await Reachd.main()
+            exit(0)
+        }
+        ShutdownSignals.waitForever()
+    }
+}
+
 struct Reachd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reachd",

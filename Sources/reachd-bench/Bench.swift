@@ -1,0 +1,235 @@
+import ArgumentParser
+import CNetlink
+import ReachdClient
+import ReachdModel
+import ReachdProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Measures reachd inside a prepared namespace (see bench/run): event latency over link flaps, idle CPU and
+/// wake-ups, resident memory with many subscribers, and fan-out time to many subscribers.
+@main
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reachd-bench", abstract: "reachd benchmark driver; run through bench/run.")
+
+    @Option(help: "The reachd binary to start.") var reachd: String
+    @Option(help: "The veth end whose admin state flips the carrier of the watched link.") var flap: String = "eth0p"
+    @Option(help: "Link flaps for the latency figure (each is two changes).") var flaps: Int = 500
+    @Option(help: "Seconds the daemon is left idle for the CPU/wake-up figure.") var idleSeconds: Int = 60
+    @Option(help: "Subscribers for the memory figure.") var subscribers: Int = 1000
+    @Option(help: "Subscribers for the fan-out figure.") var fanout: Int = 10000
+    @Option(help: "Changes timed for the fan-out figure.") var fanoutRounds: Int = 5
+
+    func run() throws {
+        raiseFileLimit()
+        let socketPath = "/tmp/reachd-bench-\(getpid()).sock"
+        let daemon = try Daemon(binary: reachd, socket: socketPath)
+        defer { daemon.stop() }
+        let link = try LinkFlapper(name: flap)
+        defer { try? link.set(up: true) }
+
+        // 1. Latency: link change -> event line at a subscriber.
+        let watcher = try ReachdConnection(path: socketPath)
+        var expectUp = try watcher.verdict(for: Request(op: .subscribe), timeout: 5).verdict.status == .wired
+        var samples: [Double] = []
+        var wrong = 0
+        for _ in 0..<(flaps * 2) {
+            let start = now()
+            try link.set(up: !expectUp)
+            expectUp.toggle()
+            let verdict = try nextEvent(watcher)
+            samples.append(now() - start)
+            if (verdict.verdict.status == .wired) != expectUp { wrong += 1 }
+        }
+        samples.sort()
+        print("latency link change -> event (\(samples.count) changes): p50 \(ms(percentile(samples, 0.50))) ms, p99 \(ms(percentile(samples, 0.99))) ms, max \(ms(samples.last ?? 0)) ms; unexpected verdicts: \(wrong)")
+
+        // 2. Idle: CPU ticks and context switches (wake-ups) of all daemon threads.
+        usleep(500_000)
+        let before = daemon.usage()
+        sleep(UInt32(idleSeconds))
+        let after = daemon.usage()
+        print("idle \(idleSeconds) s: CPU ticks \(after.ticks - before.ticks), wake-ups (context switches, all threads) \(after.switches - before.switches)")
+
+        // 3. Memory with many subscribers.
+        let baseline = daemon.rssKB()
+        var clients: [Int32] = []
+        for _ in 0..<subscribers { clients.append(try subscribe(socketPath)) }
+        usleep(300_000)
+        print("RSS: \(baseline / 1024) MB idle, \(daemon.rssKB() / 1024) MB (\(daemon.rssKB()) kB) with \(clients.count) subscribers")
+
+        // 4. Fan-out: one change delivered to every subscriber.
+        while clients.count < fanout { clients.append(try subscribe(socketPath)) }
+        usleep(300_000)
+        var rounds: [Double] = []
+        for _ in 0..<fanoutRounds {
+            let start = now()
+            try link.set(up: !expectUp)
+            expectUp.toggle()
+            try awaitLine(on: clients)
+            rounds.append(now() - start)
+            _ = try nextEvent(watcher)
+        }
+        rounds.sort()
+        print("fan-out to \(clients.count) subscribers (\(rounds.count) changes): median \(ms(percentile(rounds, 0.5))) ms, max \(ms(rounds.last ?? 0)) ms; RSS \(daemon.rssKB() / 1024) MB")
+        for fd in clients { close(fd) }
+    }
+
+    private func nextEvent(_ connection: ReachdConnection) throws -> StampedVerdict {
+        while true {
+            guard let reply = try connection.nextReply(timeout: 10) else { throw BenchError("no event within 10 s") }
+            if case .event(let verdict) = reply { return verdict }
+        }
+    }
+
+    /// A raw subscribed connection (its `subscribed` line already read).
+    private func subscribe(_ path: String) throws -> Int32 {
+        let connection = try ReachdConnection(path: path)
+        _ = try connection.verdict(for: Request(op: .subscribe), timeout: 10)
+        let fd = dup(connection.fileDescriptor)
+        return fd
+    }
+
+    /// Waits until every descriptor has received one complete line.
+    private func awaitLine(on fds: [Int32]) throws {
+        var pending = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = now() + 30
+        while !pending.isEmpty {
+            guard now() < deadline else { throw BenchError("\(pending.count) subscribers got no event within 30 s") }
+            let ready = poll(&pending, nfds_t(pending.count), 1000)
+            guard ready > 0 else { continue }
+            var still: [pollfd] = []
+            still.reserveCapacity(pending.count)
+            for entry in pending {
+                if entry.revents == 0 { still.append(pollfd(fd: entry.fd, events: entry.events, revents: 0)); continue }
+                let n = buffer.withUnsafeMutableBytes { recv(entry.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if n <= 0 || !buffer.prefix(n).contains(10) {
+                    if n == 0 { throw BenchError("a subscriber was disconnected") }
+                    still.append(pollfd(fd: entry.fd, events: entry.events, revents: 0))
+                }
+            }
+            pending = still
+        }
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The daemon under test, started as a child process.
+final class Daemon {
+    let pid: pid_t
+    let socket: String
+
+    init(binary: String, socket: String) throws {
+        self.socket = socket
+        var child: pid_t = 0
+        let args = [binary, "--socket", socket, "--log-level", "warning"]
+        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        guard posix_spawn(&child, binary, nil, nil, &argv, environ) == 0 else { throw BenchError("cannot start \(binary)") }
+        pid = child
+        for _ in 0..<500 {
+            if (try? ReachdConnection(path: socket)) != nil { return }
+            usleep(10_000)
+        }
+        throw BenchError("reachd did not open \(socket)")
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    /// utime+stime ticks and voluntary+involuntary context switches, summed over all threads.
+    func usage() -> (ticks: Int, switches: Int) {
+        let stat = read("/proc/\(pid)/stat").split(separator: ")").last?.split(separator: " ") ?? []
+        let ticks = (Int(stat.count > 12 ? stat[11] : "0") ?? 0) + (Int(stat.count > 12 ? stat[12] : "0") ?? 0)
+        var switches = 0
+        if let dir = opendir("/proc/\(pid)/task") {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                guard name.first?.isNumber == true else { continue }
+                for line in read("/proc/\(pid)/task/\(name)/status").split(separator: "\n") where line.contains("ctxt_switches") {
+                    switches += Int(line.split(whereSeparator: { $0 == "\t" || $0 == " " }).last ?? "") ?? 0
+                }
+            }
+            closedir(dir)
+        }
+        return (ticks, switches)
+    }
+
+    func rssKB() -> Int {
+        for line in read("/proc/\(pid)/status").split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+
+    private func read(_ path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            if n <= 0 { break }
+            out += chunk.prefix(n)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Flips a link's administrative state through libnl (a veth end: its peer loses or regains carrier).
+final class LinkFlapper {
+    private let socket: OpaquePointer
+    private let name: String
+
+    init(name: String) throws {
+        guard let socket = nl_socket_alloc() else { throw BenchError("nl_socket_alloc") }
+        guard nl_connect(socket, NETLINK_ROUTE) == 0 else { throw BenchError("nl_connect") }
+        self.socket = socket
+        self.name = name
+    }
+
+    deinit { nl_socket_free(socket) }
+
+    func set(up: Bool) throws {
+        var original: OpaquePointer?
+        guard rtnl_link_get_kernel(socket, 0, name, &original) == 0, let original else { throw BenchError("no link \(name)") }
+        defer { rtnl_link_put(original) }
+        guard let change = rtnl_link_alloc() else { throw BenchError("rtnl_link_alloc") }
+        defer { rtnl_link_put(change) }
+        if up { rtnl_link_set_flags(change, 1) } else { rtnl_link_unset_flags(change, 1) }
+        let rc = rtnl_link_change(socket, original, change, 0)
+        guard rc == 0 else { throw BenchError("rtnl_link_change: \(String(cString: nl_geterror(rc)))") }
+    }
+}
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    guard !sorted.isEmpty else { return 0 }
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.down)))]
+}
+
+func ms(_ seconds: Double) -> String {
+    let value = (seconds * 1000 * 1000).rounded() / 1000
+    return "\(value)"
+}
+
+func raiseFileLimit() {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+}
