@@ -1,9 +1,9 @@
 /// Computes the verdict for the target "internet" (Apple's 0.0.0.0 target) from a snapshot.
 ///
 /// Per family, the kernel's choice among the default routes of the main table is taken: the lowest
-/// metric whose next hop is alive (its device up), skipping next hops without carrier only where the
-/// interface's `ignore_routes_with_linkdown` is set (as the kernel does). Carrier is read from the link,
-/// not from the route's `linkdown` flag, which the kernel changes without telling netlink listeners. The chosen link then decides: it must be
+/// metric whose next hop's device is up, skipping next hops without carrier only where the interface's
+/// `ignore_routes_with_linkdown` is set (as the kernel does). Carrier is read from the link, not from the
+/// route's `dead`/`linkdown` flags, which the kernel changes without telling netlink listeners. The chosen link then decides: it must be
 /// up, running, with carrier and a usable address of the family. The overall verdict comes from IPv6
 /// when that path is reachable (RFC 6724 prefers native IPv6), else from IPv4.
 public struct InternetVerdict: Sendable {
@@ -61,7 +61,7 @@ public struct InternetVerdict: Sendable {
                 let linkClass = classifier.classify(link)
                 if linkClass.ignored { continue }
                 // The kernel marks next hops over a device that is down dead and flushes them.
-                if hop.flags.contains(.dead) || !link.flags.contains(.up) {
+                if !link.flags.contains(.up) {
                     skipped.append("\(link.name) is down")
                     continue
                 }

@@ -127,25 +127,17 @@ public struct InterfaceAddress: Hashable, Sendable {
     }
 }
 
-/// Flags of a route's next hop (`RTNH_F_*`).
-public struct NexthopFlags: OptionSet, Hashable, Sendable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-
-    /// `RTNH_F_DEAD`: the next hop is dead (its device is down).
-    public static let dead = NexthopFlags(rawValue: 0x1)
-}
-
 /// One next hop of a route.
+///
+/// Its `RTNH_F_DEAD` and `RTNH_F_LINKDOWN` flags are not kept: the kernel changes them on carrier changes
+/// without telling netlink listeners, so a cached copy goes stale. The link's own state decides instead.
 public struct Nexthop: Hashable, Sendable {
     public var interfaceIndex: Int32
     public var gateway: IPAddress?
-    public var flags: NexthopFlags
 
-    public init(interfaceIndex: Int32, gateway: IPAddress? = nil, flags: NexthopFlags = []) {
+    public init(interfaceIndex: Int32, gateway: IPAddress? = nil) {
         self.interfaceIndex = interfaceIndex
         self.gateway = gateway
-        self.flags = flags
     }
 }
 

@@ -68,12 +68,9 @@ enum LibnlObjects {
         let count = rtnl_route_get_nnexthops(object)
         for n in 0..<max(0, count) {
             guard let hop = rtnl_route_nexthop_n(object, n) else { continue }
-            // For a single-path route the kernel puts RTNH_F_* into rtm_flags' low byte.
-            let hopFlags = UInt32(rtnl_route_nh_get_flags(hop)) | (count == 1 ? routeFlags & 0xff : 0)
             hops.append(Nexthop(
                 interfaceIndex: Int32(rtnl_route_nh_get_ifindex(hop)),
-                gateway: address(rtnl_route_nh_get_gateway(hop)),
-                flags: NexthopFlags(rawValue: hopFlags)
+                gateway: address(rtnl_route_nh_get_gateway(hop))
             ))
         }
         return Route(

@@ -43,6 +43,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
 
     // Touched by `start` and `stop` on the caller's thread, by the watcher thread in between.
     private var manager: OpaquePointer?
+    private var eventSocket: OpaquePointer?
     private var caches: [CacheKind: OpaquePointer] = [:]
     private var syncSocket: OpaquePointer?
     private var dirty: Set<CacheKind> = []
@@ -151,38 +152,50 @@ public final class NetlinkWatcher: @unchecked Sendable {
     // MARK: - Cache manager
 
     private func openManager() throws {
-        var mngr: OpaquePointer?
-        var rc = nl_cache_mngr_alloc(nil, NETLINK_ROUTE, 0, &mngr)
-        guard rc == 0, let mngr else { throw NetlinkError(call: "nl_cache_mngr_alloc", code: rc) }
-        enlargeReceiveBuffer(fd: nl_cache_mngr_get_fd(mngr))
+        // Our own event socket, so that every message marks its cache dirty (see netlinkMessageCallback).
+        guard let socket = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
         let context = Unmanaged.passUnretained(self).toOpaque()
+        nl_socket_modify_cb(socket, NL_CB_MSG_IN, NL_CB_CUSTOM, netlinkMessageCallback, context)
+        var mngr: OpaquePointer?
+        var rc = nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &mngr)
+        guard rc == 0, let mngr else {
+            nl_socket_free(socket)
+            throw NetlinkError(call: "nl_cache_mngr_alloc", code: rc)
+        }
+        enlargeReceiveBuffer(fd: nl_cache_mngr_get_fd(mngr))
         var opened: [CacheKind: OpaquePointer] = [:]
         for kind in CacheKind.allCases {
             var cache: OpaquePointer?
-            rc = nl_cache_mngr_add(mngr, kind.rawValue, netlinkChangeCallback, context, &cache)
+            rc = nl_cache_mngr_add(mngr, kind.rawValue, nil, nil, &cache)
             guard rc == 0, let cache else {
                 nl_cache_mngr_free(mngr)
+                nl_socket_free(socket)
                 throw NetlinkError(call: "nl_cache_mngr_add(\(kind.rawValue))", code: rc)
             }
             opened[kind] = cache
         }
         if syncSocket == nil {
-            guard let socket = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
-            rc = nl_connect(socket, NETLINK_ROUTE)
+            guard let sync = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
+            rc = nl_connect(sync, NETLINK_ROUTE)
             guard rc == 0 else {
-                nl_socket_free(socket)
+                nl_socket_free(sync)
                 nl_cache_mngr_free(mngr)
+                nl_socket_free(socket)
                 throw NetlinkError(call: "nl_connect", code: rc)
             }
-            syncSocket = socket
+            syncSocket = sync
         }
         manager = mngr
+        eventSocket = socket
         caches = opened
     }
 
     private func closeManager() {
+        // The manager does not free a socket it was given.
         if let manager { nl_cache_mngr_free(manager) }
+        if let eventSocket { nl_socket_free(eventSocket) }
         manager = nil
+        eventSocket = nil
         caches = [:]
     }
 
@@ -194,10 +207,14 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
     }
 
-    /// Called by libnl (on the watcher thread, inside `nl_cache_mngr_data_ready`) for every changed object.
-    fileprivate func noteChange(in cache: OpaquePointer) {
-        if let kind = caches.first(where: { $0.value == cache })?.key {
-            dirty.insert(kind)
+    /// Called by libnl (on the watcher thread, inside `nl_cache_mngr_data_ready`) for every message received.
+    fileprivate func noteMessage(type: UInt16) {
+        switch Int32(type) {
+        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK): dirty.insert(.link)
+        case Int32(RTM_NEWADDR), Int32(RTM_DELADDR): dirty.insert(.address)
+        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE): dirty.insert(.route)
+        case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF): dirty.insert(.netconf)
+        default: break
         }
     }
 
@@ -212,6 +229,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
             }
             rounds += 1
         } while rounds < 64 && socketHasPendingData(nl_cache_mngr_get_fd(manager))
+        logger.trace("netlink batch", metadata: ["rounds": "\(rounds)", "dirty": "\(dirty.map(\.rawValue).sorted())"])
         publishIfChanged()
     }
 
@@ -305,8 +323,11 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 }
 
-/// libnl's change callback: marks the cache dirty; the snapshot is rebuilt once the socket is drained.
-private let netlinkChangeCallback: change_func_t = { cache, _, _, context in
-    guard let cache, let context else { return }
-    Unmanaged<NetlinkWatcher>.fromOpaque(context).takeUnretainedValue().noteChange(in: cache)
+/// Marks the message's cache dirty. libnl's change callbacks are not enough: they fire only when libnl's
+/// object comparison sees a difference, and it ignores some (flag-only changes of a link, for one), which
+/// left the view stale under rapid carrier flaps. The cache itself is always updated; we rebuild from it.
+private let netlinkMessageCallback: nl_recvmsg_msg_cb_t = { message, context in
+    guard let message, let context, let header = nlmsg_hdr(message) else { return Int32(NL_OK.rawValue) }
+    Unmanaged<NetlinkWatcher>.fromOpaque(context).takeUnretainedValue().noteMessage(type: header.pointee.nlmsg_type)
+    return Int32(NL_OK.rawValue)
 }

@@ -75,6 +75,25 @@ final class InternetVerdictIntegrationTests: XCTestCase {
         XCTAssertEqual(try client.drain(for: 0.3), [], "nothing more once settled")
     }
 
+    func testRoutesDumpedWhileWithoutCarrierDoNotStayDead() throws {
+        // With ignore_routes_with_linkdown the kernel marks eth0's route "dead linkdown" and clears that
+        // again on carrier without a netlink message. A route dump taken in between (here triggered by a
+        // new link) must not leave the verdict stuck on wwan0.
+        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
+        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 200")
+        try lab.inHost("sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1")
+        try lab.startDaemon()
+        let client = try lab.subscribe()
+        try lab.setCarrier("eth0", false)
+        try client.waitFor("failover to wwan0") { $0.status == .wwan }
+        try lab.addLink("veth9")
+        XCTAssertTrue(try lab.run("ip -n \(lab.host) route show default").contains("dead"), "the kernel reports the route dead")
+        try lab.setCarrier("eth0", true)
+        try client.waitFor("back on eth0 after the dump") { $0.status == .wired }
+    }
+
     func testCarrierLossIsUnreachableWhileTheKernelStillUsesTheRoute() throws {
         try lab.addLink("eth0", ipv4: "192.0.2.2/24")
         try lab.addLink("wwan0", ipv4: "203.0.113.2/24")

@@ -19,8 +19,8 @@ enum Fixture {
     }
 
     static func defaultRoute(_ family: IPAddress.Family = .ipv4, via gateway: String?, dev index: Int32, metric: UInt32 = 0,
-                             type: RouteType = .unicast, hopFlags: NexthopFlags = []) -> Route {
+                             type: RouteType = .unicast) -> Route {
         Route(family: family, type: type, metric: metric,
-              nexthops: type == .unicast ? [Nexthop(interfaceIndex: index, gateway: gateway.flatMap(IPAddress.init), flags: hopFlags)] : [])
+              nexthops: type == .unicast ? [Nexthop(interfaceIndex: index, gateway: gateway.flatMap(IPAddress.init))] : [])
     }
 }
