@@ -45,8 +45,8 @@ struct Bench: ParsableCommand {
         samples.sort()
         print("latency link change -> event (\(samples.count) changes): p50 \(ms(percentile(samples, 0.50))) ms, p99 \(ms(percentile(samples, 0.99))) ms, max \(ms(samples.last ?? 0)) ms; unexpected verdicts: \(wrong)")
 
-        // 2. Idle: CPU ticks and context switches (wake-ups) of all daemon threads.
-        usleep(500_000)
+        // 2. Idle: CPU ticks and context switches (wake-ups) of all daemon threads, after 2 s to settle.
+        sleep(2)
         let before = daemon.usage()
         sleep(UInt32(idleSeconds))
         let after = daemon.usage()
