@@ -49,7 +49,10 @@ let package = Package(
         // Public Swift library for apps.
         .target(
             name: "Reachability",
-            dependencies: ["ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdClient", "ReachdProtocol"]
+            dependencies: [
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdClient", "ReachdProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "reachd",

@@ -75,13 +75,4 @@ public final class SocketServer: Sendable {
         unlink(path)
         logger.info("socket \(path) closed and removed")
     }
-
-    /// The number of subscribed clients (for benchmarks and tests).
-    public func subscriberCount() async -> Int {
-        var total = 0
-        for registry in registries.values {
-            total += (try? await registry.eventLoop.submit { registry.count }.get()) ?? 0
-        }
-        return total
-    }
 }

@@ -104,6 +104,7 @@ public struct InternetVerdict: Sendable {
             meteredReason: linkClass.meteredReason,
             interface: link.name,
             kind: linkClass.kind,
+            kindSource: linkClass.source,
             gateway: hop.gateway,
             metric: route.metric,
             reason: nil

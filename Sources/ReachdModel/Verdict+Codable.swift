@@ -49,7 +49,7 @@ extension ClassicStatus: Codable {}
 
 extension FamilyVerdict: Codable {
     private enum CodingKeys: String, CodingKey {
-        case reachable, status, flags, metered, meteredReason, interface, kind, gateway, metric, reason
+        case reachable, status, flags, metered, meteredReason, interface, kind, kindSource, gateway, metric, reason
     }
 
     public init(from decoder: any Decoder) throws {
@@ -62,6 +62,7 @@ extension FamilyVerdict: Codable {
             meteredReason: try c.decodeIfPresent(String.self, forKey: .meteredReason),
             interface: try c.decodeIfPresent(String.self, forKey: .interface),
             kind: try c.decodeIfPresent(InterfaceKind.self, forKey: .kind),
+            kindSource: try c.decodeIfPresent(String.self, forKey: .kindSource),
             gateway: try c.decodeIfPresent(IPAddress.self, forKey: .gateway),
             metric: try c.decodeIfPresent(UInt32.self, forKey: .metric),
             reason: try c.decodeIfPresent(String.self, forKey: .reason)
@@ -77,6 +78,7 @@ extension FamilyVerdict: Codable {
         try c.encode(meteredReason, forKey: .meteredReason)
         try c.encode(interface, forKey: .interface)
         try c.encode(kind, forKey: .kind)
+        try c.encode(kindSource, forKey: .kindSource)
         try c.encode(gateway, forKey: .gateway)
         try c.encode(metric, forKey: .metric)
         try c.encode(reason, forKey: .reason)

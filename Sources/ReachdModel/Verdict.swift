@@ -25,6 +25,8 @@ public struct FamilyVerdict: Hashable, Sendable {
     public var meteredReason: String?
     public var interface: String?
     public var kind: InterfaceKind?
+    /// What decided `kind`, e.g. `name wl*` or `config: usb*`.
+    public var kindSource: String?
     public var gateway: IPAddress?
     public var metric: UInt32?
     /// Why it is not reachable, or which route was chosen.
@@ -32,7 +34,7 @@ public struct FamilyVerdict: Hashable, Sendable {
 
     public init(
         reachable: Bool, status: ReachabilityStatus, flags: ReachabilityFlags, metered: Bool = false,
-        meteredReason: String? = nil, interface: String? = nil, kind: InterfaceKind? = nil,
+        meteredReason: String? = nil, interface: String? = nil, kind: InterfaceKind? = nil, kindSource: String? = nil,
         gateway: IPAddress? = nil, metric: UInt32? = nil, reason: String? = nil
     ) {
         self.reachable = reachable
@@ -42,6 +44,7 @@ public struct FamilyVerdict: Hashable, Sendable {
         self.meteredReason = meteredReason
         self.interface = interface
         self.kind = kind
+        self.kindSource = kindSource
         self.gateway = gateway
         self.metric = metric
         self.reason = reason

@@ -198,7 +198,9 @@ final class InternetVerdictIntegrationTests: XCTestCase {
         try lab.addLink("radio0", ipv4: "198.51.100.2/24")
         try lab.ip("route add default via 198.51.100.1 dev radio0")
         try lab.startDaemon()
-        XCTAssertEqual(try lab.subscribe().initial.verdict.status, .wifi)
+        let verdict = try lab.subscribe().initial.verdict
+        XCTAssertEqual(verdict.status, .wifi)
+        XCTAssertEqual(verdict.ipv4.kindSource, "sysfs DEVTYPE=wlan")
     }
 
     func testBadConfigurationFailsWithAClearMessage() throws {
