@@ -11,8 +11,7 @@ final class DaemonIntegrationTests: XCTestCase {
     override func setUpWithError() throws {
         lab = try NetLab.make()
         try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
-        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 200")
+        try lab.addUplink("wwan0", "203.0.113", metric: 200)
     }
 
     override func tearDown() {

@@ -15,6 +15,15 @@ final class InternetVerdictIntegrationTests: XCTestCase {
         lab?.tearDown()
     }
 
+    /// eth0 (metric 100) with wwan0 (metric 200) as the backup, as on a laptop with a modem.
+    private func wiredWithWWANBackup(ignoreRoutesWithLinkdown: Bool) throws {
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.addUplink("wwan0", "203.0.113", metric: 200)
+        if ignoreRoutesWithLinkdown {
+            try lab.inHost("sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1")
+        }
+    }
+
     func testUnreachableWithoutDefaultRoute() throws {
         try lab.addLink("eth0", ipv4: "192.0.2.2/24")
         try lab.startDaemon()
@@ -53,11 +62,7 @@ final class InternetVerdictIntegrationTests: XCTestCase {
     }
 
     func testFailoverToWWANWhenWiredLosesCarrierAndBack() throws {
-        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
-        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
-        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 200")
-        try lab.inHost("sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1")
+        try wiredWithWWANBackup(ignoreRoutesWithLinkdown: true)
         try lab.startDaemon()
         let client = try lab.subscribe()
         XCTAssertEqual(client.initial.verdict.status, .wired)
@@ -79,11 +84,7 @@ final class InternetVerdictIntegrationTests: XCTestCase {
         // With ignore_routes_with_linkdown the kernel marks eth0's route "dead linkdown" and clears that
         // again on carrier without a netlink message. A route dump taken in between (here triggered by a
         // new link) must not leave the verdict stuck on wwan0.
-        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
-        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
-        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 200")
-        try lab.inHost("sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1")
+        try wiredWithWWANBackup(ignoreRoutesWithLinkdown: true)
         try lab.startDaemon()
         let client = try lab.subscribe()
         try lab.setCarrier("eth0", false)
@@ -95,10 +96,7 @@ final class InternetVerdictIntegrationTests: XCTestCase {
     }
 
     func testCarrierLossIsUnreachableWhileTheKernelStillUsesTheRoute() throws {
-        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
-        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
-        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 200")
+        try wiredWithWWANBackup(ignoreRoutesWithLinkdown: false)
         try lab.startDaemon()
         let client = try lab.subscribe()
         XCTAssertEqual(client.initial.verdict.status, .wired)
@@ -116,10 +114,8 @@ final class InternetVerdictIntegrationTests: XCTestCase {
     }
 
     func testAdministrativelyDownLinkLosesItsRoutesForGood() throws {
-        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wlan0", ipv4: "198.51.100.2/24")
-        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
-        try lab.ip("route add default via 198.51.100.1 dev wlan0 metric 200")
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.addUplink("wlan0", "198.51.100", metric: 200)
         try lab.startDaemon()
         let client = try lab.subscribe()
         XCTAssertEqual(client.initial.verdict.status, .wired)
@@ -148,10 +144,8 @@ final class InternetVerdictIntegrationTests: XCTestCase {
     }
 
     func testDeletedLink() throws {
-        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
-        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
-        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        try lab.addUplink("wwan0", "203.0.113", metric: 50)
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
         try lab.startDaemon()
         let client = try lab.subscribe()
         XCTAssertEqual(client.initial.verdict.status, .wwan)
@@ -163,12 +157,9 @@ final class InternetVerdictIntegrationTests: XCTestCase {
     }
 
     func testConfigurationOverridesKindMeteredAndIgnore() throws {
-        try lab.addLink("eth0", ipv4: "192.0.2.2/24")
-        try lab.addLink("wlan0", ipv4: "198.51.100.2/24")
-        try lab.addLink("usb0", ipv4: "203.0.113.2/24")
-        try lab.ip("route add default via 198.51.100.1 dev wlan0 metric 10")
-        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 20")
-        try lab.ip("route add default via 203.0.113.1 dev usb0 metric 30")
+        try lab.addUplink("wlan0", "198.51.100", metric: 10)
+        try lab.addUplink("eth0", "192.0.2", metric: 20)
+        try lab.addUplink("usb0", "203.0.113", metric: 30)
         try lab.startDaemon(config: """
             [[interface]]
             match = "wlan*"

@@ -84,6 +84,12 @@ final class NetLab {
         try ip("link set \(name) up")
     }
 
+    /// A link on the /24 `prefix` (it gets `prefix.2`) with a default route via `prefix.1` at `metric`.
+    func addUplink(_ name: String, _ prefix: String, metric: Int) throws {
+        try addLink(name, ipv4: "\(prefix).2/24")
+        try ip("route add default via \(prefix).1 dev \(name) metric \(metric)")
+    }
+
     /// Takes away (or gives back) carrier on `name` by downing its far end.
     func setCarrier(_ name: String, _ on: Bool) throws {
         try peerIP("link set \(name) \(on ? "up" : "down")")
