@@ -87,7 +87,7 @@ extension FamilyVerdict: Codable {
 
 extension Verdict: Codable {
     private enum CodingKeys: String, CodingKey {
-        case target, reachable, status, metered, meteredReason, interface, flags, reason, family, classicStatus, ipv4, ipv6
+        case target, reachable, status, metered, meteredReason, interface, flags, reason, family, classicStatus, ipv4, ipv6, addresses
     }
 
     public init(from decoder: any Decoder) throws {
@@ -103,7 +103,8 @@ extension Verdict: Codable {
             reason: try c.decodeIfPresent(String.self, forKey: .reason),
             family: try c.decodeIfPresent(IPAddress.Family.self, forKey: .family),
             ipv4: try c.decode(FamilyVerdict.self, forKey: .ipv4),
-            ipv6: try c.decode(FamilyVerdict.self, forKey: .ipv6)
+            ipv6: try c.decode(FamilyVerdict.self, forKey: .ipv6),
+            addresses: try c.decodeIfPresent([IPAddress].self, forKey: .addresses)
         )
     }
 
@@ -121,6 +122,7 @@ extension Verdict: Codable {
         try c.encode(classicStatus, forKey: .classicStatus)
         try c.encode(ipv4, forKey: .ipv4)
         try c.encode(ipv6, forKey: .ipv6)
+        try c.encodeIfPresent(addresses, forKey: .addresses)
     }
 }
 

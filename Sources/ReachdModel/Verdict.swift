@@ -72,11 +72,13 @@ public struct Verdict: Hashable, Sendable {
     public var family: IPAddress.Family?
     public var ipv4: FamilyVerdict
     public var ipv6: FamilyVerdict
+    /// For a host target: its addresses in the order the system tries them; nil for `internet`.
+    public var addresses: [IPAddress]?
 
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,
         interface: String?, flags: ReachabilityFlags, reason: String?, family: IPAddress.Family?,
-        ipv4: FamilyVerdict, ipv6: FamilyVerdict
+        ipv4: FamilyVerdict, ipv6: FamilyVerdict, addresses: [IPAddress]? = nil
     ) {
         self.target = target
         self.reachable = reachable
@@ -89,6 +91,7 @@ public struct Verdict: Hashable, Sendable {
         self.family = family
         self.ipv4 = ipv4
         self.ipv6 = ipv6
+        self.addresses = addresses
     }
 
     /// The seeds' three-state reading of the flags.
