@@ -34,6 +34,8 @@ public final class ReachdConnection {
     private let fd: Int32
     private var framer = LineFramer(maximumLineLength: 1 << 20)
     private var lines: [[UInt8]] = []
+    /// Event lines read while waiting for a reply, delivered before anything else.
+    private var heldEvents: [[UInt8]] = []
 
     /// Connects to the socket at `path`.
     public init(path: String) throws(ClientError) {
@@ -92,6 +94,7 @@ public final class ReachdConnection {
 
     /// The next raw line; nil on timeout.
     public func nextLine(timeout: Double? = nil) throws(ClientError) -> [UInt8]? {
+        if !heldEvents.isEmpty { return heldEvents.removeFirst() }
         let deadline = timeout.map { Self.monotonicSeconds() + $0 }
         while lines.isEmpty {
             var wait: Int32 = -1
@@ -124,15 +127,32 @@ public final class ReachdConnection {
         return lines.removeFirst()
     }
 
-    /// Sends `request` and returns its verdict (for `status` and `subscribe`).
-    public func verdict(for request: Request, timeout: Double? = nil) throws(ClientError) -> StampedVerdict {
+    /// Sends `request` (`status` or `subscribe`) and returns the verdicts of its reply, one per target.
+    /// Events that arrive first (from an earlier `subscribe`) are kept for `nextReply`.
+    public func verdicts(for request: Request, timeout: Double? = nil) throws(ClientError) -> [StampedVerdict] {
         try send(request)
-        guard let reply = try nextReply(timeout: timeout) else { throw .io(call: "read", errno: ETIMEDOUT) }
-        switch reply {
-        case .status(_, let verdict), .subscribed(_, let verdict), .event(let verdict): return verdict
-        case .error(let error): throw .refused(error)
-        case .pong: throw .malformedReply("pong to \(request.op.rawValue)")
+        while true {
+            guard let line = try nextLine(timeout: timeout) else { throw .io(call: "read", errno: ETIMEDOUT) }
+            let reply: Reply
+            do {
+                reply = try Reply.decode(line: line)
+            } catch {
+                throw .malformedReply(String(decoding: line.prefix(200), as: UTF8.self))
+            }
+            switch reply {
+            case .event: heldEvents.append(line)
+            case .status(_, let verdict): return [verdict]
+            case .subscribed(_, let verdicts): return verdicts
+            case .error(let error): throw .refused(error)
+            case .pong: throw .malformedReply("pong to \(request.op.rawValue)")
+            }
         }
+    }
+
+    /// Sends `request` and returns the verdict of its (first) target.
+    public func verdict(for request: Request, timeout: Double? = nil) throws(ClientError) -> StampedVerdict {
+        guard let first = try verdicts(for: request, timeout: timeout).first else { throw .malformedReply("a reply without a verdict") }
+        return first
     }
 
     static func monotonicSeconds() -> Double {

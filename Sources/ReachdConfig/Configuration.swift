@@ -9,8 +9,14 @@ public struct Configuration: Hashable, Sendable {
         self.interfaceRules = interfaceRules
     }
 
+    /// Destinations that are never metered, whatever link they are reached over.
+    public var unmeteredDestinations: [UnmeteredDestination] = []
+
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
+
+    /// The host judge these rules configure.
+    public var hostJudge: HostVerdict { HostVerdict(classifier: classifier, unmetered: unmeteredDestinations) }
 }
 
 /// A configuration file that cannot be used, with the place and the reason.
@@ -21,7 +27,8 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered"]
+    private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
 
     /// Parses TOML text; throws `ConfigurationError` naming the bad key or line.
@@ -48,7 +55,41 @@ extension Configuration {
             }
         }
         self.init(interfaceRules: rules)
+        if let value = table["unmetered"] {
+            guard let array = value.array, array.allSatisfy({ $0.table != nil }) else {
+                throw ConfigurationError("\"unmetered\" must be an array of tables: write [[unmetered]]")
+            }
+            for (position, element) in array.enumerated() {
+                unmeteredDestinations.append(try Self.unmetered(from: element.table!, position: position + 1))
+            }
+        }
     }
+
+    private static func unmetered(from entry: TOMLTable, position: Int) throws -> UnmeteredDestination {
+        let place = "unmetered #\(position)"
+        for key in entry.keys where !unmeteredKeys.contains(key) {
+            throw ConfigurationError("\(place): unknown key \"\(key)\" (known: host, prefix)")
+        }
+        var rule = UnmeteredDestination()
+        if let value = entry["host"] {
+            guard let host = value.string, !host.isEmpty else { throw ConfigurationError("\(place): \"host\" must be a name or glob") }
+            rule.host = host
+        }
+        if let value = entry["prefix"] {
+            let parts = value.string?.split(separator: "/", omittingEmptySubsequences: false) ?? []
+            guard parts.count == 2, let address = IPAddress(String(parts[0])), let length = Int(parts[1]),
+                  (0...address.bytes.count * 8).contains(length) else {
+                throw ConfigurationError("\(place): \"prefix\" must look like 192.0.2.0/24 or 2001:db8::/32")
+            }
+            rule.prefix = address
+            rule.prefixLength = length
+        }
+        guard rule.host != nil || rule.prefix != nil else { throw ConfigurationError("\(place): give \"host\" or \"prefix\"") }
+        return rule
+    }
+}
+
+extension Configuration {
 
     private static func rule(from entry: TOMLTable, position: Int) throws -> InterfaceRule {
         let place = "interface #\(position)"

@@ -10,12 +10,17 @@ final class ClientHandler: ChannelInboundHandler {
 
     private var framer = LineFramer(maximumLineLength: maximumRequestLineLength)
     private let hub: VerdictHub
+    private let hosts: HostMonitor?
     private let registry: SubscriberRegistry
     private let logger: Logger
     private var subscribed = false
+    /// Hosts this connection watches (with repeats: each subscribe counts), released when it closes.
+    private var watchedHosts: [String] = []
+    private var isOpen = true
 
-    init(hub: VerdictHub, registry: SubscriberRegistry, logger: Logger) {
+    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, logger: Logger) {
         self.hub = hub
+        self.hosts = hosts
         self.registry = registry
         self.logger = logger
     }
@@ -43,6 +48,9 @@ final class ClientHandler: ChannelInboundHandler {
         case .success(let parsedRequest):
             request = parsedRequest
         }
+        if !request.hosts.isEmpty {
+            return handleHosts(request, context: context)
+        }
         switch request.op {
         case .ping:
             send(.pong(id: request.id), context: context)
@@ -52,11 +60,47 @@ final class ClientHandler: ChannelInboundHandler {
         case .subscribe:
             guard let verdict = hub.current else { return send(notReady(request), context: context) }
             if !subscribed {
-                registry.add(context.channel, sentSequence: verdict.sequence)
+                registry.add(context.channel, key: SubscriberRegistry.key(forHost: nil), sentSequence: verdict.sequence)
                 subscribed = true
             }
-            send(.subscribed(id: request.id, verdict: verdict), context: context)
+            send(.subscribed(id: request.id, verdicts: [verdict]), context: context)
         }
+    }
+
+    /// Host targets need name resolution: answered when it is done, possibly after later requests.
+    private func handleHosts(_ request: Request, context: ChannelHandlerContext) {
+        guard let hosts else {
+            return send(.error(ProtocolError(.badRequest, "host targets are not available", id: request.id)), context: context)
+        }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        let channel = context.channel
+        switch request.op {
+        case .status:
+            Task {
+                let verdict = await hosts.verdict(for: request.hosts[0])
+                loop.execute { bound.value.write(.status(id: request.id, verdict: verdict), to: channel) }
+            }
+        case .subscribe:
+            Task {
+                let verdicts = await hosts.watch(request.hosts)
+                loop.execute { bound.value.finishSubscribe(request, verdicts: verdicts, channel: channel) }
+            }
+        case .ping:
+            send(.pong(id: request.id), context: context)
+        }
+    }
+
+    private func finishSubscribe(_ request: Request, verdicts: [StampedVerdict], channel: any Channel) {
+        guard isOpen else {
+            hosts?.unwatch(request.hosts)
+            return
+        }
+        watchedHosts += request.hosts
+        for verdict in verdicts {
+            registry.add(channel, key: SubscriberRegistry.key(forHost: verdict.verdict.target), sentSequence: verdict.sequence)
+        }
+        write(.subscribed(id: request.id, verdicts: verdicts), to: channel)
     }
 
     private func notReady(_ request: Request) -> Reply {
@@ -65,16 +109,24 @@ final class ClientHandler: ChannelInboundHandler {
 
     /// Writes a reply, or drops the client when it has stopped reading what it was sent.
     private func send(_ reply: Reply, context: ChannelHandlerContext) {
-        guard context.channel.isWritable else {
+        write(reply, to: context.channel)
+    }
+
+    private func write(_ reply: Reply, to channel: any Channel) {
+        guard isOpen else { return }
+        guard channel.isWritable else {
             logger.notice("client does not read its replies; closing it")
-            context.close(promise: nil)
+            channel.close(promise: nil)
             return
         }
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: reply.encodedLine())), promise: nil)
+        channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if subscribed { registry.remove(context.channel) }
+        isOpen = false
+        registry.remove(context.channel)
+        if !watchedHosts.isEmpty { hosts?.unwatch(watchedHosts) }
+        watchedHosts = []
         context.fireChannelInactive()
     }
 

@@ -34,23 +34,29 @@ public enum Daemon {
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
         let hub = VerdictHub(engine: InternetVerdict(classifier: options.configuration.classifier))
+        let resolver = HostResolver()
+        let hosts = try HostMonitor(judge: options.configuration.hostJudge, resolver: resolver, logger: logger)
         let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
         let initial = try watcher.start { snapshot in
-            if let published = hub.update(snapshot: snapshot) {
+            let published = hub.update(snapshot: snapshot)
+            if let published {
                 logger.info("verdict changed", metadata: published.logMetadata)
             }
+            hosts.networkChanged(snapshot, internetChanged: published != nil)
         }
         if let first = hub.update(snapshot: initial) {
             logger.info("initial verdict", metadata: first.logMetadata)
         }
+        hosts.networkChanged(initial, internetChanged: false)
         let server: SocketServer
         do {
             server = try await SocketServer(
-                path: options.socketPath, hub: hub, group: MultiThreadedEventLoopGroup.singleton,
+                path: options.socketPath, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
                 limits: options.limits, logger: logger
             )
         } catch {
             watcher.stop()
+            await resolver.shutdown()
             throw error
         }
         let services = ServiceGroup(configuration: .init(
@@ -65,6 +71,7 @@ public enum Daemon {
             Task { await services.triggerGracefulShutdown() }
         }
         try await services.run()
+        await resolver.shutdown()
         logger.info("stopped")
     }
 

@@ -29,7 +29,10 @@ public final class SocketServer: Sendable {
     private let observer: VerdictHub.ObserverID
 
     /// Binds the socket (replacing a stale socket file, refusing a live one) and starts serving.
-    public init(path: String, hub: VerdictHub, group: MultiThreadedEventLoopGroup, limits: Limits = Limits(), logger: Logger) async throws {
+    public init(
+        path: String, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
+        limits: Limits = Limits(), logger: Logger
+    ) async throws {
         self.path = path
         self.hub = hub
         self.group = group
@@ -53,18 +56,20 @@ public final class SocketServer: Sendable {
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
                     let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
-                    try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, registry: registry, logger: logger))
+                    try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: logger))
                 }
             }
             .bind(unixDomainSocketPath: path)
             .get()
         chmod(path, 0o666)
-        observer = hub.addObserver { [registries] verdict in
+        let fanOut: @Sendable (StampedVerdict, String) -> Void = { [registries] verdict, key in
             let line = Reply.event(verdict: verdict).encodedLine()
             for registry in registries.values {
-                registry.eventLoop.execute { registry.broadcast(line, sequence: verdict.sequence) }
+                registry.eventLoop.execute { registry.broadcast(line, key: key, sequence: verdict.sequence) }
             }
         }
+        observer = hub.addObserver { fanOut($0, SubscriberRegistry.key(forHost: nil)) }
+        hosts.setObserver { fanOut($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }
         logger.info("listening on \(path)")
     }
 

@@ -12,7 +12,13 @@ final class SubscriberRegistry: @unchecked Sendable {
 
     private struct Subscriber {
         let channel: any Channel
-        var lastSequence: UInt64
+        /// Per target key (`SubscriberRegistry.key(for:)`), the last sequence the client has seen.
+        var sequences: [String: UInt64]
+    }
+
+    /// The registry key of a verdict's target: `internet`, or `host:NAME`.
+    static func key(forHost host: String?) -> String {
+        host.map { "host:" + $0 } ?? "internet"
     }
 
     init(eventLoop: any EventLoop, onDrop: @escaping @Sendable (String) -> Void) {
@@ -20,10 +26,12 @@ final class SubscriberRegistry: @unchecked Sendable {
         self.onDrop = onDrop
     }
 
-    /// Adds a connection that has been sent the verdict with `sequence`.
-    func add(_ channel: any Channel, sentSequence sequence: UInt64) {
+    /// Subscribes a connection to a target whose verdict with `sequence` it has been sent.
+    func add(_ channel: any Channel, key: String, sentSequence sequence: UInt64) {
         eventLoop.preconditionInEventLoop()
-        subscribers[ObjectIdentifier(channel)] = Subscriber(channel: channel, lastSequence: sequence)
+        let id = ObjectIdentifier(channel)
+        let known = subscribers[id]?.sequences[key] ?? 0
+        subscribers[id, default: Subscriber(channel: channel, sequences: [:])].sequences[key] = max(known, sequence)
     }
 
     func remove(_ channel: any Channel) {
@@ -36,22 +44,23 @@ final class SubscriberRegistry: @unchecked Sendable {
         return subscribers.count
     }
 
-    /// Writes one encoded event line to every subscriber that has not seen `sequence` yet.
-    func broadcast(_ line: [UInt8], sequence: UInt64) {
+    /// Writes one encoded event line to every subscriber of `key` that has not seen `sequence` yet.
+    func broadcast(_ line: [UInt8], key: String, sequence: UInt64) {
         eventLoop.preconditionInEventLoop()
         guard !subscribers.isEmpty else { return }
         let buffer = ByteBuffer(bytes: line)
         var dropped: [ObjectIdentifier] = []
-        for (key, subscriber) in subscribers where subscriber.lastSequence < sequence {
+        for (id, subscriber) in subscribers {
+            guard let seen = subscriber.sequences[key], seen < sequence else { continue }
             guard subscriber.channel.isWritable else {
-                dropped.append(key)
+                dropped.append(id)
                 continue
             }
-            subscribers[key]?.lastSequence = sequence
+            subscribers[id]?.sequences[key] = sequence
             subscriber.channel.writeAndFlush(buffer, promise: nil)
         }
-        for key in dropped {
-            guard let subscriber = subscribers.removeValue(forKey: key) else { continue }
+        for id in dropped {
+            guard let subscriber = subscribers.removeValue(forKey: id) else { continue }
             onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
             subscriber.channel.close(promise: nil)
         }

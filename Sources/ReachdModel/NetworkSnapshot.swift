@@ -209,6 +209,8 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var addresses: [InterfaceAddress]
     public var routes: [Route]
     public var linkdownPolicy: LinkdownPolicy
+    /// Changes whenever the policy rules (`ip rule`) change; the kernel's route lookups read them.
+    public var ruleGeneration: UInt64 = 0
 
     public init(
         links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], routes: [Route] = [],

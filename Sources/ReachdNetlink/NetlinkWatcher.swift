@@ -32,6 +32,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         case address = "route/addr"
         case route = "route/route"
         case netconf = "route/netconf"
+        case rule = "route/rule"
     }
 
     /// How long to wait before retrying when the cache manager cannot be reopened.
@@ -214,6 +215,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         case Int32(RTM_NEWADDR), Int32(RTM_DELADDR): dirty.insert(.address)
         case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE): dirty.insert(.route)
         case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF): dirty.insert(.netconf)
+        case Int32(RTM_NEWRULE), Int32(RTM_DELRULE): dirty.insert(.rule)
         default: break
         }
     }
@@ -288,6 +290,9 @@ public final class NetlinkWatcher: @unchecked Sendable {
                 policy.ignore[family, default: [:]][index] = ignore
             }
             current.linkdownPolicy = policy
+        }
+        if dirty.contains(.rule) {
+            current.ruleGeneration &+= 1
         }
         dirty = []
     }

@@ -50,12 +50,27 @@ public enum Operation: String, Hashable, Sendable, CaseIterable {
 public struct Request: Hashable, Sendable {
     public var op: Operation
     public var id: RequestID?
-    public var target: String
+    /// Host targets (names or IP literals); empty means the target `internet`.
+    public var hosts: [String]
 
-    public init(op: Operation, id: RequestID? = nil, target: String = "internet") {
+    public init(op: Operation, id: RequestID? = nil, hosts: [String] = []) {
         self.op = op
         self.id = id
-        self.target = target
+        self.hosts = hosts
+    }
+
+    /// The most hosts one `subscribe` may name.
+    public static let maximumHosts = 1024
+
+    /// Whether `name` can be a host target: 1 to 253 characters of letters, digits and `.-_:%`
+    /// (names, IPv4 and IPv6 literals, scoped IPv6).
+    public static func isValidHost(_ name: String) -> Bool {
+        guard (1...253).contains(name.utf8.count) else { return false }
+        return name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+                || c == UInt8(ascii: ".") || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+                || c == UInt8(ascii: ":") || c == UInt8(ascii: "%")
+        }
     }
 }
 
@@ -86,14 +101,14 @@ public struct ProtocolError: Error, Hashable, Sendable {
 
 extension Request: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case op, id, target
+        case op, id, hosts
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(op.rawValue, forKey: .op)
         try c.encodeIfPresent(id, forKey: .id)
-        try c.encode(target, forKey: .target)
+        if !hosts.isEmpty { try c.encode(hosts, forKey: .hosts) }
     }
 
     /// The request as one line: compact JSON and `\n`.

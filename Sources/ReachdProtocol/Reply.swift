@@ -9,8 +9,8 @@ import ReachdModel
 public enum Reply: Sendable, Hashable {
     /// Answer to `status`.
     case status(id: RequestID?, verdict: StampedVerdict)
-    /// Answer to `subscribe`: the current verdict; `event` lines follow.
-    case subscribed(id: RequestID?, verdict: StampedVerdict)
+    /// Answer to `subscribe`: the current verdict of every target asked for; `event` lines follow.
+    case subscribed(id: RequestID?, verdicts: [StampedVerdict])
     /// A change of the verdict, to subscribers.
     case event(verdict: StampedVerdict)
     /// Answer to `ping`.
@@ -32,7 +32,7 @@ public enum Reply: Sendable, Hashable {
 
 extension Reply: Codable {
     private enum CodingKeys: String, CodingKey {
-        case version, type, id, verdict, error
+        case version, type, id, verdict, verdicts, error
     }
 
     private struct ErrorBody: Codable {
@@ -45,9 +45,13 @@ extension Reply: Codable {
         try c.encode(protocolVersion, forKey: .version)
         try c.encode(type, forKey: .type)
         switch self {
-        case .status(let id, let verdict), .subscribed(let id, let verdict):
+        case .status(let id, let verdict):
             try c.encodeIfPresent(id, forKey: .id)
             try c.encode(verdict, forKey: .verdict)
+        case .subscribed(let id, let verdicts):
+            try c.encodeIfPresent(id, forKey: .id)
+            try c.encodeIfPresent(verdicts.first, forKey: .verdict)
+            try c.encode(verdicts, forKey: .verdicts)
         case .event(let verdict):
             try c.encode(verdict, forKey: .verdict)
         case .pong(let id):
@@ -67,7 +71,7 @@ extension Reply: Codable {
         let id = try c.decodeIfPresent(RequestID.self, forKey: .id)
         switch try c.decode(String.self, forKey: .type) {
         case "status": self = .status(id: id, verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
-        case "subscribed": self = .subscribed(id: id, verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
+        case "subscribed": self = .subscribed(id: id, verdicts: try c.decode([StampedVerdict].self, forKey: .verdicts))
         case "event": self = .event(verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
         case "pong": self = .pong(id: id)
         case "error":

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Parses one request line: a JSON object with `op`, optional `id` and `target`.
+/// Parses one request line: a JSON object with `op`, optional `id`, and `host` or `hosts` (else the target is `internet`).
 public enum RequestParser {
     public static func parse(_ line: [UInt8]) -> Result<Request, ProtocolError> {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
@@ -28,15 +28,34 @@ public enum RequestParser {
             let known = Operation.allCases.map(\.rawValue).joined(separator: ", ")
             return .failure(ProtocolError(.unknownOp, "unknown op \"\(opName)\"; known: \(known)", id: id))
         }
-        var target = "internet"
         switch fields["target"] {
-        case nil, .null?: break
-        case .string(let t)?: target = t
+        case nil, .null?, .string("internet")?: break
+        case .string(let t)?: return .failure(ProtocolError(.badRequest, "unknown target \"\(t)\"; supported: internet (use \"host\" for hosts)", id: id))
         default: return .failure(ProtocolError(.badRequest, "\"target\" must be a string", id: id))
         }
-        guard target == "internet" else {
-            return .failure(ProtocolError(.badRequest, "unknown target \"\(target)\"; supported: internet", id: id))
+        var hosts: [String] = []
+        switch (fields["host"], fields["hosts"]) {
+        case (nil, nil), (.null?, nil), (nil, .null?): break
+        case (.string(let host)?, nil): hosts = [host]
+        case (nil, .array(let values)?):
+            for value in values {
+                guard case .string(let host) = value else {
+                    return .failure(ProtocolError(.badRequest, "\"hosts\" must be an array of strings", id: id))
+                }
+                hosts.append(host)
+            }
+            guard !hosts.isEmpty, hosts.count <= Request.maximumHosts else {
+                return .failure(ProtocolError(.badRequest, "\"hosts\" needs 1 to \(Request.maximumHosts) names", id: id))
+            }
+        default:
+            return .failure(ProtocolError(.badRequest, "give either \"host\" (a string) or \"hosts\" (an array of strings)", id: id))
         }
-        return .success(Request(op: op, id: id, target: target))
+        if let bad = hosts.first(where: { !Request.isValidHost($0) }) {
+            return .failure(ProtocolError(.badRequest, "not a host name or address: \"\(bad.prefix(64))\"", id: id))
+        }
+        if op != .subscribe && hosts.count > 1 {
+            return .failure(ProtocolError(.badRequest, "\(op.rawValue) takes one host; subscribe takes many", id: id))
+        }
+        return .success(Request(op: op, id: id, hosts: op == .ping ? [] : hosts))
     }
 }

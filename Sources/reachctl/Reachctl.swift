@@ -54,7 +54,8 @@ func jsonLine(_ verdict: StampedVerdict) -> String {
 }
 
 func humanLine(_ verdict: StampedVerdict, withTime: Bool) -> String {
-    withTime ? "\(verdict.timestamp) #\(verdict.sequence) \(verdict.verdict.summary)" : verdict.verdict.summary
+    let target = verdict.verdict.target == "internet" ? "" : "\(verdict.verdict.target): "
+    return withTime ? "\(verdict.timestamp) #\(verdict.sequence) \(target)\(verdict.verdict.summary)" : target + verdict.verdict.summary
 }
 
 extension Reachctl {
@@ -62,13 +63,14 @@ extension Reachctl {
         static let configuration = CommandConfiguration(abstract: "Print the current verdict; exit 0 when reachable, 1 when not.")
 
         @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Judge the route to this host (a name or an address) instead of the default route.") var host: String?
         @Flag(help: "Print one JSON object.") var json = false
 
         func run() throws {
             let client = try connection.connect()
             let verdict: StampedVerdict
             do {
-                verdict = try client.verdict(for: Request(op: .status), timeout: 10)
+                verdict = try client.verdict(for: Request(op: .status, hosts: host.map { [$0] } ?? []), timeout: 30)
             } catch {
                 fail("\(error)")
             }
@@ -81,15 +83,18 @@ extension Reachctl {
         static let configuration = CommandConfiguration(abstract: "Print the current verdict, then one line per change, until interrupted.")
 
         @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Watch the route to this host instead of the default route (repeatable).") var host: [String] = []
         @Flag(help: "Print JSON objects, one per line.") var json = false
 
         func run() throws {
             let client = try connection.connect()
             do {
-                var verdict = try client.verdict(for: Request(op: .subscribe))
-                while true {
+                for verdict in try client.verdicts(for: Request(op: .subscribe, hosts: host), timeout: 30) {
                     printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true))
-                    verdict = try client.verdict(forNextEvent: ())
+                }
+                while true {
+                    let verdict = try client.verdict(forNextEvent: ())
+                    printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true))
                 }
             } catch {
                 fail("\(error)")
@@ -104,6 +109,7 @@ extension Reachctl {
         )
 
         @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Wait for the route to this host instead of the default route.") var host: String?
         @Flag(help: "Also require an unmetered link.") var unmetered = false
         @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
 
@@ -115,7 +121,7 @@ extension Reachctl {
             let client = try connection.connect()
             let deadline = timeout.map { monotonicNow() + $0 }
             do {
-                var verdict = try client.verdict(for: Request(op: .subscribe), timeout: timeout.map { max($0, 1) })
+                var verdict = try client.verdict(for: Request(op: .subscribe, hosts: host.map { [$0] } ?? []), timeout: max(timeout ?? 30, 1))
                 while !satisfies(verdict.verdict) {
                     let left = deadline.map { $0 - monotonicNow() }
                     if let left, left <= 0 { timedOut(verdict) }

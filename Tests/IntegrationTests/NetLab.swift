@@ -40,6 +40,7 @@ final class NetLab {
 
     func tearDown() {
         stopDaemon()
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(host)")
         _ = try? run("ip netns del \(host)")
         _ = try? run("ip netns del \(peer)")
         try? FileManager.default.removeItem(atPath: directory)
@@ -95,6 +96,16 @@ final class NetLab {
         try peerIP("link set \(name) \(on ? "up" : "down")")
     }
 
+    /// `/etc/netns/HOST/hosts` (seen as /etc/hosts by the daemon) and a resolv.conf whose only name server is
+    /// the namespace's own loopback, so that unknown names fail at once without leaving the namespace.
+    func hostsFile(_ entries: [String: String]) throws {
+        let dir = "/etc/netns/\(host)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let text = entries.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: "\n") + "\n"
+        try ("127.0.0.1 localhost\n" + text).write(toFile: dir + "/hosts", atomically: true, encoding: .utf8)
+        try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".write(toFile: dir + "/resolv.conf", atomically: true, encoding: .utf8)
+    }
+
     /// Writes a fake `sysfs/class/net/NAME/uevent`.
     func fakeSysfs(_ name: String, uevent: String) throws {
         let dir = "\(sysfsRoot)/class/net/\(name)"
@@ -145,8 +156,8 @@ final class NetLab {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    /// A subscription to the daemon under test.
-    func subscribe() throws -> Subscriber { try Subscriber(path: socketPath) }
+    /// A subscription to the daemon under test (to `internet`, or to one host).
+    func subscribe(host: String? = nil) throws -> Subscriber { try Subscriber(path: socketPath, host: host) }
 
     /// Runs reachctl against the lab's daemon (unless `arguments` name a socket); returns exit status, stdout and stderr.
     func reachctl(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
@@ -177,9 +188,9 @@ final class Subscriber {
     let initial: StampedVerdict
     private(set) var events: [StampedVerdict] = []
 
-    init(path: String) throws {
+    init(path: String, host: String? = nil) throws {
         connection = try ReachdConnection(path: path)
-        initial = try connection.verdict(for: Request(op: .subscribe), timeout: 5)
+        initial = try connection.verdict(for: Request(op: .subscribe, hosts: host.map { [$0] } ?? []), timeout: 10)
     }
 
     /// The latest verdict seen.

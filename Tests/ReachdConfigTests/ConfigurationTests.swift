@@ -17,7 +17,17 @@ final class ConfigurationTests: XCTestCase {
             [[interface]]
             match = "docker*"
             ignore = true
+
+            [[unmetered]]
+            host = "mirror.lan"
+
+            [[unmetered]]
+            prefix = "198.18.0.0/15"
             """)
+        XCTAssertEqual(config.unmeteredDestinations, [
+            UnmeteredDestination(host: "mirror.lan"),
+            UnmeteredDestination(prefix: IPAddress("198.18.0.0"), prefixLength: 15),
+        ])
         XCTAssertEqual(config.interfaceRules, [
             InterfaceRule(match: "usb*", kind: .wwan),
             InterfaceRule(match: "wwan1", metered: false),
@@ -35,6 +45,9 @@ final class ConfigurationTests: XCTestCase {
             ("[[interface]]\nmatch = \"x\"\nignore = 1", "\"ignore\" must be true or false"),
             ("interface = 3", "must be an array of tables"),
             ("colour = \"blue\"", "unknown key \"colour\""),
+            ("[[unmetered]]\nprefix = \"10.0.0.0\"", "\"prefix\" must look like"),
+            ("[[unmetered]]\nprefix = \"10.0.0.0/33\"", "\"prefix\" must look like"),
+            ("[[unmetered]]\n", "give \"host\" or \"prefix\""),
             ("[[interface]\nmatch = 1", "invalid TOML at line 1"),
         ]
         for (text, expected) in table {

@@ -15,7 +15,7 @@ final class ClientHandlerTests: XCTestCase {
 
     private func makeClient(hub: VerdictHub, loop: EmbeddedEventLoop, registry: SubscriberRegistry) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel(loop: loop)
-        try channel.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, registry: registry, logger: .init(label: "test")))
+        try channel.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: nil, registry: registry, logger: .init(label: "test")))
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/test.sock")).wait()
         return channel
     }
@@ -63,20 +63,20 @@ final class ClientHandlerTests: XCTestCase {
         let slow = try makeClient(hub: hub, loop: loop, registry: registry)
         for client in [fast, slow] {
             try client.writeInbound(ByteBuffer(string: "{\"op\":\"subscribe\"}\n"))
-            guard case .subscribed(_, let verdict)? = try replies(client).first else { return XCTFail("no subscribed reply") }
+            guard case .subscribed(_, let verdicts)? = try replies(client).first, let verdict = verdicts.first else { return XCTFail("no subscribed reply") }
             XCTAssertEqual(verdict.sequence, 1)
         }
         XCTAssertEqual(registry.count, 2)
 
         let down = hub.update(snapshot: NetworkSnapshot())!
-        registry.broadcast(Reply.event(verdict: down).encodedLine(), sequence: down.sequence)
-        registry.broadcast(Reply.event(verdict: down).encodedLine(), sequence: down.sequence)
+        registry.broadcast(Reply.event(verdict: down).encodedLine(), key: "internet", sequence: down.sequence)
+        registry.broadcast(Reply.event(verdict: down).encodedLine(), key: "internet", sequence: down.sequence)
         XCTAssertEqual(try replies(fast), [.event(verdict: down)], "one event per change, even if broadcast twice")
         XCTAssertEqual(try replies(slow), [.event(verdict: down)])
 
         slow.isWritable = false
         let up = hub.update(snapshot: wired)!
-        registry.broadcast(Reply.event(verdict: up).encodedLine(), sequence: up.sequence)
+        registry.broadcast(Reply.event(verdict: up).encodedLine(), key: "internet", sequence: up.sequence)
         XCTAssertEqual(try replies(fast), [.event(verdict: up)])
         XCTAssertEqual(try replies(slow), [])
         XCTAssertFalse(slow.isActive, "a subscriber that does not read is closed")

@@ -10,6 +10,9 @@ final class RequestParserTests: XCTestCase {
     func testValidRequests() throws {
         XCTAssertEqual(try parse(#"{"op":"status"}"#).get(), Request(op: .status))
         XCTAssertEqual(try parse(#"{"op":"subscribe","id":7,"target":"internet"}"#).get(), Request(op: .subscribe, id: .number(7)))
+        XCTAssertEqual(try parse(#"{"op":"status","host":"mirror.test"}"#).get(), Request(op: .status, hosts: ["mirror.test"]))
+        XCTAssertEqual(try parse(#"{"op":"subscribe","hosts":["a.test","2001:db8::1","192.0.2.9"]}"#).get(),
+                       Request(op: .subscribe, hosts: ["a.test", "2001:db8::1", "192.0.2.9"]))
         XCTAssertEqual(try parse(#" {"id":"x","op":"ping","extra":[1,{"a":null}]} "#).get(), Request(op: .ping, id: .string("x")))
     }
 
@@ -27,6 +30,13 @@ final class RequestParserTests: XCTestCase {
             (#"{"op":"reboot","id":"r"}"#, .unknownOp, .string("r")),
             (#"{"op":"status","target":"example.org","id":2}"#, .badRequest, .number(2)),
             (#"{"op":"status","target":3}"#, .badRequest, nil),
+            (#"{"op":"status","host":"bad name"}"#, .badRequest, nil),
+            (#"{"op":"status","host":""}"#, .badRequest, nil),
+            (#"{"op":"status","hosts":["a","b"]}"#, .badRequest, nil),
+            (#"{"op":"subscribe","hosts":[]}"#, .badRequest, nil),
+            (#"{"op":"subscribe","hosts":[1]}"#, .badRequest, nil),
+            (#"{"op":"subscribe","host":"a","hosts":["b"]}"#, .badRequest, nil),
+            (#"{"op":"status","host":"\#(String(repeating: "a", count: 254))"}"#, .badRequest, nil),
         ]
         for (line, code, id) in table {
             guard case .failure(let error) = parse(line) else {
@@ -47,7 +57,7 @@ final class RequestParserTests: XCTestCase {
         )
         let replies: [Reply] = [
             .status(id: .number(1), verdict: verdict),
-            .subscribed(id: nil, verdict: verdict),
+            .subscribed(id: nil, verdicts: [verdict, verdict]),
             .event(verdict: verdict),
             .pong(id: .string("p")),
             .error(ProtocolError(.unknownOp, "nope", id: .number(3))),

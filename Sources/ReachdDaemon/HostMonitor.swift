@@ -1,0 +1,142 @@
+import Logging
+import ReachdModel
+import ReachdNetlink
+import Synchronization
+
+/// Host targets: resolves names (once at a time per name), asks the kernel for the route to every address,
+/// judges it, and re-judges the watched hosts whenever the network changes, publishing changes once.
+public final class HostMonitor: Sendable {
+    private struct Entry {
+        var resolution: Resolution?
+        var resolving: Task<Resolution, Never>?
+        var tracker = VerdictTracker()
+        var watchers = 0
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var snapshot = NetworkSnapshot()
+        var observer: (@Sendable (StampedVerdict) -> Void)?
+    }
+
+    /// Unwatched hosts whose results are kept for later `status` requests.
+    private static let cachedUnwatched = 256
+
+    private let judge: HostVerdict
+    private let resolver: HostResolver
+    private let lookup: Mutex<RouteLookup>
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    init(judge: HostVerdict, resolver: HostResolver, logger: Logger) throws {
+        self.judge = judge
+        self.resolver = resolver
+        self.lookup = Mutex(try RouteLookup())
+        self.logger = logger
+    }
+
+    /// Where changes of watched hosts go (the socket server's fan-out).
+    func setObserver(_ observer: @escaping @Sendable (StampedVerdict) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
+
+    /// The current verdict for `host`, resolving it if needed.
+    func verdict(for host: String) async -> StampedVerdict {
+        let result = evaluate(host, resolution: await resolution(of: host))
+        publishIfChanged(result)
+        return result.stamped
+    }
+
+    /// Starts watching `hosts` (counted per caller) and returns their current verdicts.
+    func watch(_ hosts: [String]) async -> [StampedVerdict] {
+        state.withLock { state in
+            for host in hosts { state.entries[host, default: Entry()].watchers += 1 }
+        }
+        var verdicts: [StampedVerdict] = []
+        for host in hosts { verdicts.append(await verdict(for: host)) }
+        return verdicts
+    }
+
+    /// Stops one caller's watch of `hosts`.
+    func unwatch(_ hosts: [String]) {
+        state.withLock { state in
+            for host in hosts { state.entries[host]?.watchers -= 1 }
+            let unwatched = state.entries.filter { $0.value.watchers <= 0 && $0.value.resolving == nil }.map(\.key)
+            for host in unwatched.dropFirst(Self.cachedUnwatched) { state.entries.removeValue(forKey: host) }
+        }
+    }
+
+    /// The network changed: re-judge every watched host from the kernel's routes; after a change of the
+    /// internet verdict the names are resolved again too (another network may answer differently).
+    func networkChanged(_ snapshot: NetworkSnapshot, internetChanged: Bool) {
+        let watched = state.withLock { state -> [(String, Resolution?)] in
+            state.snapshot = snapshot
+            if internetChanged {
+                for host in state.entries.keys { state.entries[host]?.resolution = nil }
+            }
+            return state.entries.filter { $0.value.watchers > 0 }.map { ($0.key, $0.value.resolution) }
+        }
+        for (host, resolution) in watched {
+            if let resolution {
+                publishIfChanged(evaluate(host, resolution: resolution))
+            } else {
+                Task {
+                    let fresh = await self.resolution(of: host)
+                    self.publishIfChanged(self.evaluate(host, resolution: fresh))
+                }
+            }
+        }
+    }
+
+    private func publishIfChanged(_ result: (stamped: StampedVerdict, changed: Bool)) {
+        guard result.changed, let observer = state.withLock({ $0.observer }) else { return }
+        logger.info("host verdict changed", metadata: [
+            "host": "\(result.stamped.verdict.target)", "status": "\(result.stamped.verdict.status.rawValue)",
+            "sequence": "\(result.stamped.sequence)",
+        ])
+        observer(result.stamped)
+    }
+
+    /// Resolves `host` unless a result is cached; concurrent callers share one resolution.
+    private func resolution(of host: String) async -> Resolution {
+        let task = state.withLock { state -> Task<Resolution, Never> in
+            if let cached = state.entries[host]?.resolution { return Task { cached } }
+            if let running = state.entries[host]?.resolving { return running }
+            let resolver = self.resolver
+            let task = Task { await resolver.resolve(host) }
+            state.entries[host, default: Entry()].resolving = task
+            return task
+        }
+        let resolution = await task.value
+        state.withLock { state in
+            guard state.entries[host]?.resolving == task else { return }
+            state.entries[host]?.resolving = nil
+            state.entries[host]?.resolution = resolution
+        }
+        return resolution
+    }
+
+    /// Looks up the routes, judges, and records; `changed` is true when the verdict differs from the last.
+    private func evaluate(_ host: String, resolution: Resolution) -> (stamped: StampedVerdict, changed: Bool) {
+        var decisions: [IPAddress: RouteDecision] = [:]
+        if case .addresses(let addresses) = resolution {
+            lookup.withLock { lookup in
+                for address in addresses { decisions[address] = Self.decision(lookup.lookup(address)) }
+            }
+        }
+        return state.withLock { state in
+            let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
+            var entry = state.entries[host, default: Entry()]
+            let published = entry.tracker.record(verdict, at: .now())
+            state.entries[host] = entry
+            return (published ?? entry.tracker.current!, published != nil && published!.sequence > 1)
+        }
+    }
+
+    private static func decision(_ answer: RouteAnswer) -> RouteDecision {
+        switch answer {
+        case .route(let type, let index, let gateway, let source, _): .route(type: type, interfaceIndex: index, gateway: gateway, source: source)
+        case .failed(let code): .refused(errno: code)
+        }
+    }
+}

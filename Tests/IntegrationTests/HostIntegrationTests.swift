@@ -1,0 +1,118 @@
+import Foundation
+import ReachdModel
+import XCTest
+
+/// Host targets against the real kernel: names from the namespace's /etc/hosts, the kernel's route lookup
+/// (RTM_GETROUTE) with policy rules and reject routes, and re-judging when routes or rules change.
+final class HostIntegrationTests: XCTestCase {
+    private var lab: NetLab!
+
+    override func setUpWithError() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.ip("addr add 2001:db8:1::2/64 dev eth0 nodad")
+        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
+        try lab.hostsFile([
+            "far.test": "198.18.0.5",
+            "onlink.test": "203.0.113.50",
+            "self.test": "192.0.2.2",
+            "v6.test": "2001:db8:1::50",
+            "ruled.test": "198.19.1.1",
+            "blocked.test": "198.18.5.5",
+        ])
+    }
+
+    override func tearDown() {
+        lab?.tearDown()
+    }
+
+    private func status(_ host: String) throws -> Verdict {
+        try lab.subscribe(host: host).initial.verdict
+    }
+
+    func testHostReachedOverWWANWhileTheInternetIsWired() throws {
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        try lab.startDaemon()
+        let host = try status("far.test")
+        XCTAssertEqual(host.target, "far.test")
+        XCTAssertEqual(host.status, .wwan)
+        XCTAssertTrue(host.metered)
+        XCTAssertEqual(host.meteredReason, "interface kind wwan")
+        XCTAssertEqual(host.flags, [.reachable, .isWWAN])
+        XCTAssertEqual(host.ipv4.gateway, IPAddress("203.0.113.1"))
+        XCTAssertEqual(host.addresses, [IPAddress("198.18.0.5")!])
+        let internet = try lab.subscribe().initial.verdict
+        XCTAssertEqual(internet.status, .wired)
+        XCTAssertFalse(internet.metered)
+
+        let cli = try lab.reachctl(["status", "--host", "far.test"])
+        XCTAssertEqual(cli.status, 0)
+        XCTAssertEqual(cli.out, "far.test: reachable via WWAN (wwan0), metered (interface kind wwan)\n")
+    }
+
+    func testOnLinkLocalUnresolvableAndIPv6OnlyHosts() throws {
+        try lab.startDaemon()
+        // wwan0 was made last: the kernel may report its carrier a moment after the daemon started.
+        let onlink = try lab.subscribe(host: "onlink.test").waitFor("wwan0 running") { $0.reachable }.verdict
+        XCTAssertEqual(onlink.flags, [.reachable, .isDirect, .isWWAN])
+        XCTAssertNil(onlink.ipv4.gateway)
+
+        let own = try status("self.test")
+        XCTAssertTrue(own.reachable)
+        XCTAssertTrue(own.flags.contains(.isLocalAddress))
+
+        let unknown = try status("nothing.test")
+        XCTAssertFalse(unknown.reachable)
+        XCTAssertEqual(unknown.flags, [])
+        XCTAssertEqual(unknown.reason, "name not resolved")
+        let cli = try lab.reachctl(["status", "--host", "nothing.test", "--json"])
+        XCTAssertEqual(cli.status, 1)
+        XCTAssertTrue(cli.out.contains("\"reason\":\"name not resolved\""), cli.out)
+
+        let v6 = try status("v6.test")
+        XCTAssertEqual(v6.status, .wired)
+        XCTAssertEqual(v6.family, .ipv6)
+        XCTAssertTrue(v6.flags.contains(.isDirect))
+        XCTAssertEqual(v6.ipv4.reason, "no IPv4 address")
+
+        let literal = try status("203.0.113.77")
+        XCTAssertEqual(literal.status, .wwan)
+    }
+
+    func testPolicyRulesAndRejectRoutesDecide() throws {
+        try lab.ip("route add unreachable 198.18.5.0/24")
+        try lab.startDaemon()
+        let blocked = try status("blocked.test")
+        XCTAssertFalse(blocked.reachable)
+        XCTAssertEqual(blocked.reason, "route to 198.18.5.5 is unreachable")
+
+        let client = try lab.subscribe(host: "ruled.test")
+        XCTAssertEqual(client.initial.verdict.status, .wired, "main table: default via eth0")
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 table 100")
+        try lab.ip("rule add to 198.19.0.0/16 table 100")
+        let ruled = try client.waitFor("the rule sends ruled.test via wwan0") { $0.status == .wwan }
+        XCTAssertEqual(ruled.verdict.target, "ruled.test")
+        XCTAssertEqual(ruled.sequence, client.initial.sequence + 1)
+    }
+
+    func testWatchedHostFollowsRouteChanges() throws {
+        try lab.startDaemon()
+        let client = try lab.subscribe(host: "far.test")
+        XCTAssertEqual(client.initial.verdict.status, .wired)
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        try client.waitFor("far.test via wwan0") { $0.status == .wwan }
+        try lab.ip("route del 198.18.0.0/15")
+        try client.waitFor("far.test back via eth0") { $0.status == .wired }
+        XCTAssertEqual(client.events.map(\.verdict.status), [.wwan, .wired])
+        XCTAssertTrue(client.events.allSatisfy { $0.verdict.target == "far.test" }, "only the host's events")
+    }
+
+    func testUnmeteredDestinationFromConfiguration() throws {
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        try lab.startDaemon(config: "[[unmetered]]\nprefix = \"198.18.0.0/15\"\n")
+        let host = try status("far.test")
+        XCTAssertEqual(host.status, .wwan)
+        XCTAssertFalse(host.metered, "a LAN mirror behind the modem is not metered")
+        XCTAssertTrue(try status("onlink.test").metered)
+    }
+}
