@@ -16,7 +16,7 @@ public final class HostMonitor: Sendable {
     private struct State {
         var entries: [String: Entry] = [:]
         var snapshot = NetworkSnapshot()
-        var observer: (@Sendable (StampedVerdict) -> Void)?
+        var observer: (@Sendable ([StampedVerdict]) -> Void)?
     }
 
     /// Unwatched hosts whose results are kept for later `status` requests.
@@ -35,15 +35,15 @@ public final class HostMonitor: Sendable {
         self.logger = logger
     }
 
-    /// Where changes of watched hosts go (the socket server's fan-out).
-    func setObserver(_ observer: @escaping @Sendable (StampedVerdict) -> Void) {
+    /// Where changes of watched hosts go (the socket server's fan-out), a batch at a time.
+    func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
         state.withLock { $0.observer = observer }
     }
 
     /// The current verdict for `host`, resolving it if needed.
     func verdict(for host: String) async -> StampedVerdict {
         let result = evaluate(host, resolution: await resolution(of: host))
-        publishIfChanged(result)
+        if result.changed { publish([result.stamped]) }
         return result.stamped
     }
 
@@ -76,25 +76,29 @@ public final class HostMonitor: Sendable {
             }
             return state.entries.filter { $0.value.watchers > 0 }.map { ($0.key, $0.value.resolution) }
         }
+        var changed: [StampedVerdict] = []
         for (host, resolution) in watched {
             if let resolution {
-                publishIfChanged(evaluate(host, resolution: resolution))
+                let result = evaluate(host, resolution: resolution)
+                if result.changed { changed.append(result.stamped) }
             } else {
                 Task {
-                    let fresh = await self.resolution(of: host)
-                    self.publishIfChanged(self.evaluate(host, resolution: fresh))
+                    let result = self.evaluate(host, resolution: await self.resolution(of: host))
+                    if result.changed { self.publish([result.stamped]) }
                 }
             }
         }
+        if !changed.isEmpty { publish(changed) }
     }
 
-    private func publishIfChanged(_ result: (stamped: StampedVerdict, changed: Bool)) {
-        guard result.changed, let observer = state.withLock({ $0.observer }) else { return }
-        logger.info("host verdict changed", metadata: [
-            "host": "\(result.stamped.verdict.target)", "status": "\(result.stamped.verdict.status.rawValue)",
-            "sequence": "\(result.stamped.sequence)",
-        ])
-        observer(result.stamped)
+    private func publish(_ verdicts: [StampedVerdict]) {
+        guard let observer = state.withLock({ $0.observer }) else { return }
+        for stamped in verdicts {
+            logger.debug("host verdict changed", metadata: [
+                "host": "\(stamped.verdict.target)", "status": "\(stamped.verdict.status.rawValue)", "sequence": "\(stamped.sequence)",
+            ])
+        }
+        observer(verdicts)
     }
 
     /// Resolves `host` unless a result is cached; concurrent callers share one resolution.

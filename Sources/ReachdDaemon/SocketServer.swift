@@ -62,14 +62,17 @@ public final class SocketServer: Sendable {
             .bind(unixDomainSocketPath: path)
             .get()
         chmod(path, 0o666)
-        let fanOut: @Sendable (StampedVerdict, String) -> Void = { [registries] verdict, key in
-            let line = Reply.event(verdict: verdict).encodedLine()
+        // Each event is encoded once and handed to every event loop in one task per batch.
+        let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { [registries] batch in
+            let events = batch.map {
+                SubscriberRegistry.Event(line: Reply.event(verdict: $0.verdict).encodedLine(), key: $0.key, sequence: $0.verdict.sequence)
+            }
             for registry in registries.values {
-                registry.eventLoop.execute { registry.broadcast(line, key: key, sequence: verdict.sequence) }
+                registry.eventLoop.execute { registry.broadcast(events) }
             }
         }
-        observer = hub.addObserver { fanOut($0, SubscriberRegistry.key(forHost: nil)) }
-        hosts.setObserver { fanOut($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }
+        observer = hub.addObserver { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
+        hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }
         logger.info("listening on \(path)")
     }
 

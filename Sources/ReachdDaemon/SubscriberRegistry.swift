@@ -44,20 +44,37 @@ final class SubscriberRegistry: @unchecked Sendable {
         return subscribers.count
     }
 
-    /// Writes one encoded event line to every subscriber of `key` that has not seen `sequence` yet.
-    func broadcast(_ line: [UInt8], key: String, sequence: UInt64) {
+    /// One encoded event for the subscribers of `key`.
+    struct Event {
+        let line: [UInt8]
+        let key: String
+        let sequence: UInt64
+    }
+
+    /// Writes a batch of events (one network change) to every subscriber, each only the events of its
+    /// targets that it has not seen. A subscriber whose queue is over the high-water mark when the batch
+    /// comes is dropped; otherwise it gets the whole batch, so a client bounded by the mark plus one batch
+    /// of its own targets is never dropped for watching many hosts.
+    func broadcast(_ events: [Event]) {
         eventLoop.preconditionInEventLoop()
-        guard !subscribers.isEmpty else { return }
-        let buffer = ByteBuffer(bytes: line)
+        guard !subscribers.isEmpty, !events.isEmpty else { return }
+        // One buffer per event, shared (copy-on-write) by every subscriber's write.
+        let buffers = events.map { ByteBuffer(bytes: $0.line) }
         var dropped: [ObjectIdentifier] = []
         for (id, subscriber) in subscribers {
-            guard let seen = subscriber.sequences[key], seen < sequence else { continue }
+            let due = events.indices.filter { index in
+                subscriber.sequences[events[index].key].map { seen in seen < events[index].sequence } ?? false
+            }
+            guard !due.isEmpty else { continue }
             guard subscriber.channel.isWritable else {
                 dropped.append(id)
                 continue
             }
-            subscribers[id]?.sequences[key] = sequence
-            subscriber.channel.writeAndFlush(buffer, promise: nil)
+            for index in due {
+                subscribers[id]?.sequences[events[index].key] = events[index].sequence
+                subscriber.channel.write(buffers[index], promise: nil)
+            }
+            subscriber.channel.flush()
         }
         for id in dropped {
             guard let subscriber = subscribers.removeValue(forKey: id) else { continue }

@@ -1,6 +1,6 @@
-// The JSON shape of verdicts (docs/protocol.md). Codable is the standard library's; the encoder is the caller's.
+// Reading verdicts from JSON (docs/protocol.md); ReachdProtocol's ReplyWriter writes the same shape.
 
-extension IPAddress: Codable {
+extension IPAddress: Decodable {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let address = IPAddress(text) else {
@@ -8,14 +8,9 @@ extension IPAddress: Codable {
         }
         self = address
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
 }
 
-extension Timestamp: Codable {
+extension Timestamp: Decodable {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let time = Timestamp(rfc3339: text) else {
@@ -23,14 +18,9 @@ extension Timestamp: Codable {
         }
         self = time
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
 }
 
-extension ReachabilityFlags: Codable {
+extension ReachabilityFlags: Decodable {
     public init(from decoder: any Decoder) throws {
         let names = try decoder.singleValueContainer().decode([String].self)
         guard let flags = ReachabilityFlags(names: names) else {
@@ -38,16 +28,11 @@ extension ReachabilityFlags: Codable {
         }
         self = flags
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(names)
-    }
 }
 
-extension ClassicStatus: Codable {}
+extension ClassicStatus: Decodable {}
 
-extension FamilyVerdict: Codable {
+extension FamilyVerdict: Decodable {
     private enum CodingKeys: String, CodingKey {
         case reachable, status, flags, metered, meteredReason, interface, kind, kindSource, gateway, metric, reason
     }
@@ -68,24 +53,9 @@ extension FamilyVerdict: Codable {
             reason: try c.decodeIfPresent(String.self, forKey: .reason)
         )
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(reachable, forKey: .reachable)
-        try c.encode(status, forKey: .status)
-        try c.encode(flags, forKey: .flags)
-        try c.encode(metered, forKey: .metered)
-        try c.encode(meteredReason, forKey: .meteredReason)
-        try c.encode(interface, forKey: .interface)
-        try c.encode(kind, forKey: .kind)
-        try c.encode(kindSource, forKey: .kindSource)
-        try c.encode(gateway, forKey: .gateway)
-        try c.encode(metric, forKey: .metric)
-        try c.encode(reason, forKey: .reason)
-    }
 }
 
-extension Verdict: Codable {
+extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
         case target, reachable, status, metered, meteredReason, interface, flags, reason, family, classicStatus, ipv4, ipv6, addresses
     }
@@ -107,26 +77,9 @@ extension Verdict: Codable {
             addresses: try c.decodeIfPresent([IPAddress].self, forKey: .addresses)
         )
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(target, forKey: .target)
-        try c.encode(reachable, forKey: .reachable)
-        try c.encode(status, forKey: .status)
-        try c.encode(metered, forKey: .metered)
-        try c.encode(meteredReason, forKey: .meteredReason)
-        try c.encode(interface, forKey: .interface)
-        try c.encode(flags, forKey: .flags)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(family, forKey: .family)
-        try c.encode(classicStatus, forKey: .classicStatus)
-        try c.encode(ipv4, forKey: .ipv4)
-        try c.encode(ipv6, forKey: .ipv6)
-        try c.encodeIfPresent(addresses, forKey: .addresses)
-    }
 }
 
-extension StampedVerdict: Codable {
+extension StampedVerdict: Decodable {
     private enum CodingKeys: String, CodingKey {
         case sequence, timestamp
     }
@@ -139,13 +92,5 @@ extension StampedVerdict: Codable {
             sequence: try c.decode(UInt64.self, forKey: .sequence),
             timestamp: try c.decode(Timestamp.self, forKey: .timestamp)
         )
-    }
-
-    /// Encodes one flat object: the verdict's fields, then `sequence` and `timestamp`.
-    public func encode(to encoder: any Encoder) throws {
-        try verdict.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(sequence, forKey: .sequence)
-        try c.encode(timestamp, forKey: .timestamp)
     }
 }

@@ -30,36 +30,14 @@ public enum Reply: Sendable, Hashable {
     }
 }
 
-extension Reply: Codable {
+extension Reply: Decodable {
     private enum CodingKeys: String, CodingKey {
         case version, type, id, verdict, verdicts, error
     }
 
-    private struct ErrorBody: Codable {
+    private struct ErrorBody: Decodable {
         var code: ProtocolError.Code
         var message: String
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(protocolVersion, forKey: .version)
-        try c.encode(type, forKey: .type)
-        switch self {
-        case .status(let id, let verdict):
-            try c.encodeIfPresent(id, forKey: .id)
-            try c.encode(verdict, forKey: .verdict)
-        case .subscribed(let id, let verdicts):
-            try c.encodeIfPresent(id, forKey: .id)
-            try c.encodeIfPresent(verdicts.first, forKey: .verdict)
-            try c.encode(verdicts, forKey: .verdicts)
-        case .event(let verdict):
-            try c.encode(verdict, forKey: .verdict)
-        case .pong(let id):
-            try c.encodeIfPresent(id, forKey: .id)
-        case .error(let error):
-            try c.encodeIfPresent(error.id, forKey: .id)
-            try c.encode(ErrorBody(code: error.code, message: error.message), forKey: .error)
-        }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -82,8 +60,8 @@ extension Reply: Codable {
         }
     }
 
-    /// The reply as one line: compact JSON and `\n`.
-    public func encodedLine() -> [UInt8] { encodeJSONLine(self) }
+    /// The reply as one line: compact JSON (keys sorted) and `\n`.
+    public func encodedLine() -> [UInt8] { ReplyWriter.line(self) }
 
     /// Decodes one line from the daemon.
     public static func decode(line: [UInt8]) throws -> Reply {

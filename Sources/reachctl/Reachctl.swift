@@ -49,9 +49,7 @@ func printLine(_ text: String) {
     writeAll(1, text + "\n")
 }
 
-func jsonLine(_ verdict: StampedVerdict) -> String {
-    String(decoding: encodeJSONLine(verdict).dropLast(), as: UTF8.self)
-}
+func jsonLine(_ verdict: StampedVerdict) -> String { verdict.json }
 
 func humanLine(_ verdict: StampedVerdict, withTime: Bool) -> String {
     let target = verdict.verdict.target == "internet" ? "" : "\(verdict.verdict.target): "

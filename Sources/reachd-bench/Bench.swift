@@ -20,6 +20,8 @@ struct Bench: ParsableCommand {
     @Option(help: "Subscribers for the memory figure.") var subscribers: Int = 1000
     @Option(help: "Subscribers for the fan-out figure.") var fanout: Int = 10000
     @Option(help: "Changes timed for the fan-out figure.") var fanoutRounds: Int = 5
+    @Option(help: "Watched hosts for the host re-judging figure (names h1.bench ... from /etc/hosts).") var hosts: Int = 1000
+    @Option(help: "reachctl binary for the `status --host` wall-time figure.") var reachctl: String?
 
     func run() throws {
         raiseFileLimit()
@@ -74,6 +76,64 @@ struct Bench: ParsableCommand {
         rounds.sort()
         print("fan-out to \(clients.count) subscribers (\(rounds.count) changes): median \(ms(percentile(rounds, 0.5))) ms, max \(ms(rounds.last ?? 0)) ms; RSS \(daemon.rssKB() / 1024) MB")
         for fd in clients { close(fd) }
+
+        // 5. Hosts: last, so that its caches do not count in the memory figures above.
+        if hosts > 0 { try benchHosts(socketPath) }
+    }
+
+    /// Re-judging many watched hosts after one route change, and `reachctl status --host` wall time.
+    private func benchHosts(_ socketPath: String) throws {
+        let names = (1...hosts).map { "h\($0).bench" }
+        let client = try ReachdConnection(path: socketPath)
+        let start = now()
+        let initial = try client.verdicts(for: Request(op: .subscribe, hosts: names), timeout: 120)
+        let subscribeTime = now() - start
+        guard initial.count == hosts, initial.allSatisfy({ $0.verdict.status == .wired }) else {
+            throw BenchError("expected \(hosts) hosts via eth0, got \(initial.filter { $0.verdict.status == .wired }.count)")
+        }
+        var rounds: [Double] = []
+        for round in 0..<4 {
+            let via = round % 2 == 0 ? "203.0.113.1" : "192.0.2.1"
+            let change = now()
+            try run("/usr/sbin/ip", ["route", "replace", "198.18.0.0/15", "via", via])
+            // Count event lines without decoding them: the figure is the daemon's, not this client's JSON parsing.
+            var changed = 0
+            let marker = Array("\"type\":\"event\"".utf8)
+            while changed < hosts {
+                guard let line = try client.nextLine(timeout: 30) else { throw BenchError("host events missing") }
+                if line.firstRange(of: marker) != nil { changed += 1 }
+            }
+            rounds.append(now() - change)
+        }
+        rounds.sort()
+        print("hosts: subscribe to \(hosts) names \(ms(subscribeTime)) ms; one route change re-judges all \(hosts) (event at the client): median \(ms(percentile(rounds, 0.5))) ms, max \(ms(rounds.last ?? 0)) ms")
+        try run("/usr/sbin/ip", ["route", "del", "198.18.0.0/15"])
+        if let reachctl {
+            var times: [Double] = []
+            for i in 0..<20 {
+                let begin = now()
+                try run(reachctl, ["status", "--host", names[i % names.count], "--socket", socketPath], okStatuses: [0, 1])
+                times.append(now() - begin)
+            }
+            times.sort()
+            print("reachctl status --host (/etc/hosts name, 20 runs): median \(ms(percentile(times, 0.5))) ms, max \(ms(times.last ?? 0)) ms")
+        }
+    }
+
+    private func run(_ binary: String, _ arguments: [String], okStatuses: Set<Int32> = [0]) throws {
+        var child: pid_t = 0
+        let args = [binary] + arguments
+        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { for arg in argv { free(arg) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        guard posix_spawn(&child, binary, &actions, nil, &argv, environ) == 0 else { throw BenchError("cannot run \(binary)") }
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
+        let code = (status >> 8) & 0xff
+        guard okStatuses.contains(code) else { throw BenchError("\(args.joined(separator: " ")) exited \(code)") }
     }
 
     private func nextEvent(_ connection: ReachdConnection) throws -> StampedVerdict {

@@ -1,0 +1,36 @@
+import ReachdModel
+import ReachdProtocol
+import XCTest
+
+/// The hand-written reply encoder against the Decodable reader and a fixed expectation.
+final class ReplyWriterTests: XCTestCase {
+    private func hostVerdict(reason: String) -> StampedVerdict {
+        var verdict = HostVerdict().verdict(
+            host: "mirror.test", resolution: .addresses([IPAddress("2001:db8::5")!, IPAddress("198.18.0.5")!]),
+            decisions: [:], in: NetworkSnapshot())
+        verdict.reason = reason
+        return StampedVerdict(verdict: verdict, sequence: 12, timestamp: Timestamp(microseconds: 1_795_319_522_000_001))
+    }
+
+    func testEscapesAndRoundTrips() throws {
+        let tricky = "quote \" backslash \\ newline \n tab \t bell \u{07} é ✓"
+        let stamped = hostVerdict(reason: tricky)
+        let line = Reply.subscribed(id: .string("a\"b"), verdicts: [stamped]).encodedLine()
+        XCTAssertEqual(line.filter { $0 == 10 }.count, 1, "one line")
+        XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .subscribed(id: .string("a\"b"), verdicts: [stamped]))
+        let text = String(decoding: line, as: UTF8.self)
+        XCTAssertTrue(text.contains(#"bell \u0007 é ✓"#), text)
+        XCTAssertTrue(text.contains(#""addresses":["2001:db8::5","198.18.0.5"]"#), text)
+    }
+
+    func testInternetVerdictShape() {
+        let stamped = StampedVerdict(verdict: InternetVerdict().verdict(for: NetworkSnapshot()), sequence: 1,
+                                     timestamp: Timestamp(microseconds: 0))
+        let nobody = #"{"flags":[],"gateway":null,"interface":null,"kind":null,"kindSource":null,"metered":false,"meteredReason":null,"metric":null,"reachable":false,"#
+        XCTAssertEqual(stamped.json, #"{"classicStatus":"notReachable","family":null,"flags":[],"interface":null,"ipv4":"#
+            + nobody + #""reason":"no IPv4 default route","status":"unreachable"},"ipv6":"#
+            + nobody + #""reason":"no IPv6 default route","status":"unreachable"},"metered":false,"meteredReason":null,"#
+            + #""reachable":false,"reason":"no IPv4 default route","sequence":1,"status":"unreachable","target":"internet","#
+            + #""timestamp":"1970-01-01T00:00:00.000000Z"}"#)
+    }
+}
