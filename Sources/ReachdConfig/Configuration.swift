@@ -11,6 +11,8 @@ public struct Configuration: Hashable, Sendable {
 
     /// Destinations that are never metered, whatever link they are reached over.
     public var unmeteredDestinations: [UnmeteredDestination] = []
+    /// The connectivity check; nil (the default) means none is made.
+    public var connectivityCheck: ConnectivityCheck?
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -27,7 +29,8 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity"]
+    private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
 
@@ -63,6 +66,45 @@ extension Configuration {
                 unmeteredDestinations.append(try Self.unmetered(from: element.table!, position: position + 1))
             }
         }
+        if let value = table["connectivity"] {
+            guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }
+            connectivityCheck = try Self.connectivity(from: section)
+        }
+    }
+
+    private static func connectivity(from section: TOMLTable) throws -> ConnectivityCheck {
+        for key in section.keys where !connectivityKeys.contains(key) {
+            throw ConfigurationError("connectivity: unknown key \"\(key)\" (known: \(connectivityKeys.sorted().joined(separator: ", ")))")
+        }
+        guard let text = section["url"]?.string else { throw ConfigurationError("connectivity: \"url\" (http://HOST[:PORT]/PATH) is required") }
+        guard let url = ProbeURL(text) else {
+            throw ConfigurationError("connectivity: \"url\" must be a plain http:// URL (https is not supported): \(text)")
+        }
+        var check = ConnectivityCheck(url: url)
+        if let value = section["expect_status"] {
+            guard let status = value.integer, (100...599).contains(status) else { throw ConfigurationError("connectivity: \"expect_status\" must be an HTTP status code") }
+            check.expectStatus = Int(status)
+        }
+        if let value = section["expect_body"] {
+            guard let body = value.string else { throw ConfigurationError("connectivity: \"expect_body\" must be a string") }
+            check.expectBody = body
+        }
+        check.timeoutSeconds = try seconds(section["timeout_seconds"], name: "timeout_seconds", default: check.timeoutSeconds, minimum: 0.1)
+        check.intervalSeconds = try seconds(section["interval_seconds"], name: "interval_seconds", default: check.intervalSeconds, minimum: 0)
+        return check
+    }
+
+    private static func seconds(_ value: TOMLValue?, name: String, default fallback: Double, minimum: Double) throws -> Double {
+        guard let value else { return fallback }
+        let number: Double? = switch value {
+        case .integer(let n): Double(n)
+        case .float(let d): d
+        default: nil
+        }
+        guard let number, number >= minimum, number <= 86_400 else {
+            throw ConfigurationError("connectivity: \"\(name)\" must be a number of seconds from \(minimum) to 86400")
+        }
+        return number
     }
 
     private static func unmetered(from entry: TOMLTable, position: Int) throws -> UnmeteredDestination {

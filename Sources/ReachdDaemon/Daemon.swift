@@ -33,7 +33,10 @@ public enum Daemon {
     /// Runs until SIGTERM or SIGINT, which `ShutdownSignals` takes on the main thread (see `reachd`'s main).
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
-        let hub = VerdictHub(engine: InternetVerdict(classifier: options.configuration.classifier))
+        let hub = VerdictHub(
+            engine: InternetVerdict(classifier: options.configuration.classifier),
+            checking: options.configuration.connectivityCheck != nil
+        )
         let resolver = HostResolver()
         let hosts = try HostMonitor(judge: options.configuration.hostJudge, resolver: resolver, logger: logger)
         let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
@@ -48,6 +51,13 @@ public enum Daemon {
             logger.info("initial verdict", metadata: first.logMetadata)
         }
         hosts.networkChanged(initial, internetChanged: false)
+        let prober = options.configuration.connectivityCheck.map { check in
+            ConnectivityProber(check: check, hub: hub, resolver: resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        }
+        if let prober {
+            _ = hub.addObserver { prober.verdictChanged($0.verdict) }
+            if let current = hub.current { prober.verdictChanged(current.verdict) }
+        }
         let server: SocketServer
         do {
             server = try await SocketServer(
@@ -71,6 +81,7 @@ public enum Daemon {
             Task { await services.triggerGracefulShutdown() }
         }
         try await services.run()
+        prober?.stop()
         await resolver.shutdown()
         logger.info("stopped")
     }

@@ -1,7 +1,8 @@
 import ReachdModel
 import Synchronization
 
-/// Owns the current network snapshot and the published verdict; tells observers about each change once.
+/// Owns the current network snapshot, the connectivity check's result and the published internet verdict;
+/// tells observers about each change once, in order.
 public final class VerdictHub: Sendable {
     /// Identifies an observer for `removeObserver`.
     public struct ObserverID: Hashable, Sendable {
@@ -10,35 +11,56 @@ public final class VerdictHub: Sendable {
 
     private struct State {
         var engine: InternetVerdict
+        var checking: Bool
         var snapshot = NetworkSnapshot()
+        var connectivity = Connectivity.unknown
         var tracker = VerdictTracker()
         var observers: [Int: @Sendable (StampedVerdict) -> Void] = [:]
         var nextObserver = 0
+
+        /// The verdict for the current snapshot with the check's word on it.
+        mutating func record(at time: Timestamp) -> StampedVerdict? {
+            var verdict = engine.verdict(for: snapshot)
+            if checking { verdict.connectivity = verdict.reachable ? connectivity : .none }
+            return tracker.record(verdict, at: time)
+        }
     }
 
     private let state: Mutex<State>
 
-    public init(engine: InternetVerdict) {
-        state = Mutex(State(engine: engine))
+    /// `checking`: a connectivity check is configured (else `connectivity` stays `unknown`).
+    public init(engine: InternetVerdict, checking: Bool = false) {
+        state = Mutex(State(engine: engine, checking: checking))
     }
 
     /// The verdict as last published; nil before the first snapshot.
     public var current: StampedVerdict? { state.withLock { $0.tracker.current } }
 
     /// Computes the verdict for `snapshot` and, if it changed, notifies every observer.
-    /// Calls must come from one serial context (the watcher's queue) so that events keep their order.
     @discardableResult
     public func update(snapshot: NetworkSnapshot, at time: Timestamp = .now()) -> StampedVerdict? {
-        let (published, observers) = state.withLock { state -> (StampedVerdict?, [@Sendable (StampedVerdict) -> Void]) in
+        state.withLock { state in
             state.snapshot = snapshot
-            let verdict = state.engine.verdict(for: snapshot)
-            guard let stamped = state.tracker.record(verdict, at: time) else { return (nil, []) }
-            return (stamped, Array(state.observers.values))
+            return publish(state.record(at: time), &state)
         }
-        if let published {
-            for observer in observers { observer(published) }
+    }
+
+    /// Takes a connectivity check's result and, if the verdict changed, notifies every observer.
+    @discardableResult
+    public func update(connectivity: Connectivity, at time: Timestamp = .now()) -> StampedVerdict? {
+        state.withLock { state in
+            state.connectivity = connectivity
+            return publish(state.record(at: time), &state)
         }
-        return published
+    }
+
+    /// Observers run under the lock, so that two changes reach them in the order they were made;
+    /// they only hand the verdict on (to event loops, to the connectivity check).
+    private func publish(_ stamped: StampedVerdict?, _ state: inout State) -> StampedVerdict? {
+        if let stamped {
+            for observer in state.observers.values { observer(stamped) }
+        }
+        return stamped
     }
 
     /// Calls `observer` with every published change (not the current verdict).

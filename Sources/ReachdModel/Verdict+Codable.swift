@@ -57,7 +57,7 @@ extension FamilyVerdict: Decodable {
 
 extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
-        case target, reachable, status, metered, meteredReason, interface, flags, reason, family, classicStatus, ipv4, ipv6, addresses
+        case target, reachable, status, metered, meteredReason, interface, flags, reason, family, classicStatus, ipv4, ipv6, addresses, connectivity
     }
 
     public init(from decoder: any Decoder) throws {
@@ -76,6 +76,7 @@ extension Verdict: Decodable {
             ipv6: try c.decode(FamilyVerdict.self, forKey: .ipv6),
             addresses: try c.decodeIfPresent([IPAddress].self, forKey: .addresses)
         )
+        connectivity = try c.decodeIfPresent(Connectivity.self, forKey: .connectivity) ?? .unknown
     }
 }
 

@@ -74,6 +74,8 @@ public struct Verdict: Hashable, Sendable {
     public var ipv6: FamilyVerdict
     /// For a host target: its addresses in the order the system tries them; nil for `internet`.
     public var addresses: [IPAddress]?
+    /// For `internet`: what the connectivity check says (`unknown` without a check).
+    public var connectivity: Connectivity = .unknown
 
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,

@@ -46,6 +46,7 @@ enum ReplyWriter {
             key("addresses", &out); array(addresses, &out) { string($0.description, &$1) }; comma(&out)
         }
         key("classicStatus", &out); string(v.classicStatus.rawValue, &out); comma(&out)
+        if v.addresses == nil { key("connectivity", &out); string(v.connectivity.rawValue, &out); comma(&out) }
         key("family", &out); optional(v.family?.rawValue, &out); comma(&out)
         key("flags", &out); array(v.flags.names, &out) { string($0, &$1) }; comma(&out)
         key("interface", &out); optional(v.interface, &out); comma(&out)

@@ -34,6 +34,9 @@ final class ConfigurationTests: XCTestCase {
             InterfaceRule(match: "docker*", ignore: true),
         ])
         XCTAssertEqual(try Configuration(toml: "").interfaceRules, [])
+        XCTAssertNil(try Configuration(toml: "").connectivityCheck, "no check unless configured")
+        let check = try Configuration(toml: "[connectivity]\nurl = \"http://192.0.2.1:8080/ok\"\nexpect_status = 200\nexpect_body = \"OK\"\ntimeout_seconds = 2.5\ninterval_seconds = 0\n").connectivityCheck
+        XCTAssertEqual(check, ConnectivityCheck(url: ProbeURL("http://192.0.2.1:8080/ok")!, expectStatus: 200, expectBody: "OK", timeoutSeconds: 2.5, intervalSeconds: 0))
     }
 
     func testErrorsNameTheProblem() {
@@ -48,6 +51,11 @@ final class ConfigurationTests: XCTestCase {
             ("[[unmetered]]\nprefix = \"10.0.0.0\"", "\"prefix\" must look like"),
             ("[[unmetered]]\nprefix = \"10.0.0.0/33\"", "\"prefix\" must look like"),
             ("[[unmetered]]\n", "give \"host\" or \"prefix\""),
+            ("[connectivity]\nurl = \"https://a/\"", "https is not supported"),
+            ("[connectivity]\nexpect_status = 204", "\"url\" (http://HOST[:PORT]/PATH) is required"),
+            ("[connectivity]\nurl = \"http://a/\"\ntimeout_seconds = 0", "\"timeout_seconds\" must be"),
+            ("[connectivity]\nurl = \"http://a/\"\nexpect_status = 42", "\"expect_status\" must be"),
+            ("[connectivity]\nurl = \"http://a/\"\nretries = 3", "unknown key \"retries\""),
             ("[[interface]\nmatch = 1", "invalid TOML at line 1"),
         ]
         for (text, expected) in table {
