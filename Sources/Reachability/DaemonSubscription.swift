@@ -10,9 +10,13 @@ final class DaemonSubscription: @unchecked Sendable {
     private init(connection: ReachdConnection) { self.connection = connection }
 
     /// Connects and subscribes; returns the subscription and the current verdict.
-    static func open(path: String) throws -> (DaemonSubscription, StampedVerdict) {
+    static func open(path: String, target: ReachabilityMonitor.Target) throws -> (DaemonSubscription, StampedVerdict) {
         let connection = try ReachdConnection(path: path)
-        let first = try connection.verdict(for: Request(op: .subscribe), timeout: 10)
+        let hosts: [String] = switch target {
+        case .internet: []
+        case .host(let host): [host]
+        }
+        let first = try connection.verdict(for: Request(op: .subscribe, hosts: hosts), timeout: 30)
         return (DaemonSubscription(connection: connection), first)
     }
 

@@ -27,6 +27,13 @@ public final class ReachabilityMonitor: Sendable {
         case daemon(socketPath: String? = nil)
     }
 
+    /// What to judge: the internet (the default route), or the route to one host.
+    public enum Target: Sendable, Equatable {
+        case internet
+        /// A host name or an IP literal (Apple's `SCNetworkReachabilityCreateWithName`).
+        case host(String)
+    }
+
     /// The three answers of the Reachability.swift API, from the seeds' decision tree.
     public enum Connection: String, Sendable {
         case unavailable
@@ -71,13 +78,20 @@ public final class ReachabilityMonitor: Sendable {
         var running = false
     }
 
+    private let target: Target
     private let source: Source
     private let notificationCenter: NotificationCenter
     private let state = Mutex(State())
 
-    public init(source: Source = .netlink(), notificationCenter: NotificationCenter = .default) {
+    public init(target: Target = .internet, source: Source = .netlink(), notificationCenter: NotificationCenter = .default) {
+        self.target = target
         self.source = source
         self.notificationCenter = notificationCenter
+    }
+
+    /// A monitor for the route to `host`, like `SCNetworkReachabilityCreateWithName`.
+    public convenience init(host: String, source: Source = .netlink(), notificationCenter: NotificationCenter = .default) {
+        self.init(target: .host(host), source: source, notificationCenter: notificationCenter)
     }
 
     deinit { stopNotifier() }
@@ -124,7 +138,7 @@ public final class ReachabilityMonitor: Sendable {
         do {
             switch source {
             case .netlink(let configuration, let sysfsRoot):
-                try startNetlink(engine: InternetVerdict(classifier: configuration.classifier), sysfsRoot: sysfsRoot)
+                try startNetlink(configuration: configuration, sysfsRoot: sysfsRoot)
             case .daemon(let path):
                 try startDaemon(path: path)
             }
@@ -150,18 +164,32 @@ public final class ReachabilityMonitor: Sendable {
         for stream in streams { stream.finish() }
     }
 
-    private func startNetlink(engine: InternetVerdict, sysfsRoot: String) throws {
+    private func startNetlink(configuration: Configuration, sysfsRoot: String) throws {
+        let judge: @Sendable (NetworkSnapshot) -> Verdict
+        switch target {
+        case .internet:
+            let engine = InternetVerdict(classifier: configuration.classifier)
+            judge = { engine.verdict(for: $0) }
+        case .host(let host):
+            let evaluator: HostEvaluator
+            do {
+                evaluator = try HostEvaluator(host: host, configuration: configuration)
+            } catch {
+                throw MonitorError.netlink("\(error)")
+            }
+            judge = { [weak self] snapshot in
+                evaluator.verdict(for: snapshot) { [weak self] verdict in self?.deliver(verdict) }
+            }
+        }
         let watcher = NetlinkWatcher(options: .init(sysfsRoot: sysfsRoot), logger: Logger(label: "reachability"))
         let initial: NetworkSnapshot
         do {
-            initial = try watcher.start { [weak self] snapshot in
-                self?.deliver(engine.verdict(for: snapshot))
-            }
+            initial = try watcher.start { [weak self] snapshot in self?.deliver(judge(snapshot)) }
         } catch {
             throw MonitorError.netlink("\(error)")
         }
         state.withLock { $0.watcher = watcher }
-        deliver(engine.verdict(for: initial))
+        deliver(judge(initial))
     }
 
     private func startDaemon(path explicit: String?) throws {
@@ -173,7 +201,7 @@ public final class ReachabilityMonitor: Sendable {
         let subscription: DaemonSubscription
         let first: StampedVerdict
         do {
-            (subscription, first) = try DaemonSubscription.open(path: path)
+            (subscription, first) = try DaemonSubscription.open(path: path, target: target)
         } catch {
             throw MonitorError.daemon("\(error)")
         }

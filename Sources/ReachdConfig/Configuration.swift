@@ -13,6 +13,8 @@ public struct Configuration: Hashable, Sendable {
     public var unmeteredDestinations: [UnmeteredDestination] = []
     /// The connectivity check; nil (the default) means none is made.
     public var connectivityCheck: ConnectivityCheck?
+    /// How often watched host names are resolved again, in seconds (0: only after network changes).
+    public var hostRefreshSeconds: Double = 300
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -29,7 +31,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
@@ -66,6 +68,13 @@ extension Configuration {
                 unmeteredDestinations.append(try Self.unmetered(from: element.table!, position: position + 1))
             }
         }
+        if let value = table["hosts"] {
+            guard let section = value.table else { throw ConfigurationError("\"hosts\" must be a table: write [hosts]") }
+            for key in section.keys where key != "refresh_seconds" {
+                throw ConfigurationError("hosts: unknown key \"\(key)\" (known: refresh_seconds)")
+            }
+            hostRefreshSeconds = try Self.seconds(section["refresh_seconds"], name: "hosts: refresh_seconds", default: hostRefreshSeconds, minimum: 0)
+        }
         if let value = table["connectivity"] {
             guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }
             connectivityCheck = try Self.connectivity(from: section)
@@ -89,8 +98,8 @@ extension Configuration {
             guard let body = value.string else { throw ConfigurationError("connectivity: \"expect_body\" must be a string") }
             check.expectBody = body
         }
-        check.timeoutSeconds = try seconds(section["timeout_seconds"], name: "timeout_seconds", default: check.timeoutSeconds, minimum: 0.1)
-        check.intervalSeconds = try seconds(section["interval_seconds"], name: "interval_seconds", default: check.intervalSeconds, minimum: 0)
+        check.timeoutSeconds = try seconds(section["timeout_seconds"], name: "connectivity: timeout_seconds", default: check.timeoutSeconds, minimum: 0.1)
+        check.intervalSeconds = try seconds(section["interval_seconds"], name: "connectivity: interval_seconds", default: check.intervalSeconds, minimum: 0)
         return check
     }
 
@@ -102,7 +111,7 @@ extension Configuration {
         default: nil
         }
         guard let number, number >= minimum, number <= 86_400 else {
-            throw ConfigurationError("connectivity: \"\(name)\" must be a number of seconds from \(minimum) to 86400")
+            throw ConfigurationError("\(name) must be a number of seconds from \(minimum) to 86400")
         }
         return number
     }

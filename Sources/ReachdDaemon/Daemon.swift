@@ -38,7 +38,10 @@ public enum Daemon {
             checking: options.configuration.connectivityCheck != nil
         )
         let resolver = HostResolver()
-        let hosts = try HostMonitor(judge: options.configuration.hostJudge, resolver: resolver, logger: logger)
+        let hosts = try HostMonitor(
+            judge: options.configuration.hostJudge, refreshSeconds: options.configuration.hostRefreshSeconds,
+            resolver: resolver, logger: logger
+        )
         let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
         let initial = try watcher.start { snapshot in
             let published = hub.update(snapshot: snapshot)
@@ -82,6 +85,7 @@ public enum Daemon {
         }
         try await services.run()
         prober?.stop()
+        hosts.stop()
         await resolver.shutdown()
         logger.info("stopped")
     }

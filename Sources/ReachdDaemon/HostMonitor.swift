@@ -17,19 +17,25 @@ public final class HostMonitor: Sendable {
         var entries: [String: Entry] = [:]
         var snapshot = NetworkSnapshot()
         var observer: (@Sendable ([StampedVerdict]) -> Void)?
+        /// Resolves the watched names again every `refreshSeconds`, while any are watched.
+        var refresher: Task<Void, Never>?
     }
 
     /// Unwatched hosts whose results are kept for later `status` requests.
     private static let cachedUnwatched = 256
 
     private let judge: HostVerdict
+    private let refreshSeconds: Double
     private let resolver: HostResolver
     private let lookup: Mutex<RouteLookup>
     private let state = Mutex(State())
     private let logger: Logger
 
-    init(judge: HostVerdict, resolver: HostResolver, logger: Logger) throws {
+    /// `refreshSeconds`: how often watched names are resolved again (getaddrinfo tells no TTL); 0 = only
+    /// after network changes.
+    init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger) throws {
         self.judge = judge
+        self.refreshSeconds = refreshSeconds
         self.resolver = resolver
         self.lookup = Mutex(try RouteLookup())
         self.logger = logger
@@ -51,6 +57,9 @@ public final class HostMonitor: Sendable {
     func watch(_ hosts: [String]) async -> [StampedVerdict] {
         state.withLock { state in
             for host in hosts { state.entries[host, default: Entry()].watchers += 1 }
+            if state.refresher == nil, refreshSeconds > 0 {
+                state.refresher = Task { await self.refreshPeriodically() }
+            }
         }
         var verdicts: [StampedVerdict] = []
         for host in hosts { verdicts.append(await verdict(for: host)) }
@@ -63,6 +72,35 @@ public final class HostMonitor: Sendable {
             for host in hosts { state.entries[host]?.watchers -= 1 }
             let unwatched = state.entries.filter { $0.value.watchers <= 0 && $0.value.resolving == nil }.map(\.key)
             for host in unwatched.dropFirst(Self.cachedUnwatched) { state.entries.removeValue(forKey: host) }
+            if !state.entries.values.contains(where: { $0.watchers > 0 }) {
+                state.refresher?.cancel()
+                state.refresher = nil
+            }
+        }
+    }
+
+    /// Forgets cached resolutions every `refreshSeconds` and re-judges the watched hosts with fresh ones.
+    private func refreshPeriodically() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: UInt64(refreshSeconds * 1e9))
+            guard !Task.isCancelled else { return }
+            let watched = state.withLock { state -> [String] in
+                for host in state.entries.keys { state.entries[host]?.resolution = nil }
+                return state.entries.filter { $0.value.watchers > 0 }.map(\.key)
+            }
+            var changed: [StampedVerdict] = []
+            for host in watched {
+                let result = evaluate(host, resolution: await resolution(of: host))
+                if result.changed { changed.append(result.stamped) }
+            }
+            if !changed.isEmpty { publish(changed) }
+        }
+    }
+
+    func stop() {
+        state.withLock { state in
+            state.refresher?.cancel()
+            state.refresher = nil
         }
     }
 
@@ -125,7 +163,7 @@ public final class HostMonitor: Sendable {
         var decisions: [IPAddress: RouteDecision] = [:]
         if case .addresses(let addresses) = resolution {
             lookup.withLock { lookup in
-                for address in addresses { decisions[address] = Self.decision(lookup.lookup(address)) }
+                for address in addresses { decisions[address] = lookup.lookup(address) }
             }
         }
         return state.withLock { state in
@@ -134,13 +172,6 @@ public final class HostMonitor: Sendable {
             let published = entry.tracker.record(verdict, at: .now())
             state.entries[host] = entry
             return (published ?? entry.tracker.current!, published != nil && published!.sequence > 1)
-        }
-    }
-
-    private static func decision(_ answer: RouteAnswer) -> RouteDecision {
-        switch answer {
-        case .route(let type, let index, let gateway, let source, _): .route(type: type, interfaceIndex: index, gateway: gateway, source: source)
-        case .failed(let code): .refused(errno: code)
         }
     }
 }

@@ -27,40 +27,31 @@ public final class RouteLookup {
     deinit { nl_socket_free(socket) }
 
     /// The kernel's answer for `destination`.
-    public func lookup(_ destination: IPAddress) -> RouteAnswer {
+    public func lookup(_ destination: IPAddress) -> RouteDecision {
         let answer = AnswerBox()
-        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { return .failed(errno: ENOMEM) }
+        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { return .refused(errno: ENOMEM) }
         defer { nlmsg_free(message) }
         var header = rtmsg()
         header.rtm_family = UInt8(destination.family == .ipv4 ? AF_INET : AF_INET6)
         header.rtm_dst_len = UInt8(destination.bytes.count * 8)
         guard nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)) == 0,
               destination.bytes.withUnsafeBytes({ nla_put(message, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }) == 0
-        else { return .failed(errno: ENOMEM) }
-        guard nl_send_auto(socket, message) >= 0 else { return .failed(errno: EIO) }
+        else { return .refused(errno: ENOMEM) }
+        guard nl_send_auto(socket, message) >= 0 else { return .refused(errno: EIO) }
 
-        guard let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else { return .failed(errno: ENOMEM) }
+        guard let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else { return .refused(errno: ENOMEM) }
         defer { nl_cb_put(callbacks) }
         let context = Unmanaged.passUnretained(answer).toOpaque()
         nl_cb_set(callbacks, NL_CB_VALID, NL_CB_CUSTOM, routeAnswerCallback, context)
         nl_cb_err(callbacks, NL_CB_CUSTOM, routeErrorCallback, context)
         let rc = nl_recvmsgs(socket, callbacks)
         if let result = answer.result { return result }
-        return .failed(errno: rc < 0 ? EIO : ENODATA)
+        return .refused(errno: rc < 0 ? EIO : ENODATA)
     }
 }
 
-/// What the kernel said about one destination.
-public enum RouteAnswer: Hashable, Sendable {
-    /// A route: its type, the link it leaves on, the next hop and the source address the kernel would use.
-    case route(type: RouteType, interfaceIndex: Int32, gateway: IPAddress?, source: IPAddress?, table: UInt32)
-    /// The kernel refused: `ENETUNREACH` (no route), `EHOSTUNREACH` (an unreachable route),
-    /// `EACCES` (prohibit), `EINVAL` (blackhole), or another errno.
-    case failed(errno: Int32)
-}
-
 private final class AnswerBox {
-    var result: RouteAnswer?
+    var result: RouteDecision?
 }
 
 private let routeAnswerCallback: nl_recvmsg_msg_cb_t = { message, context in
@@ -68,7 +59,7 @@ private let routeAnswerCallback: nl_recvmsg_msg_cb_t = { message, context in
     let box = Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue()
     var route: OpaquePointer?
     guard rtnl_route_parse(header, &route) == 0, let route else {
-        box.result = .failed(errno: EPROTO)
+        box.result = .refused(errno: EPROTO)
         return Int32(NL_STOP.rawValue)
     }
     defer { rtnl_route_put(route) }
@@ -77,14 +68,13 @@ private let routeAnswerCallback: nl_recvmsg_msg_cb_t = { message, context in
         type: RouteType(rawValue: rtnl_route_get_type(route)) ?? .unspecified,
         interfaceIndex: hop.map { Int32(rtnl_route_nh_get_ifindex($0)) } ?? 0,
         gateway: hop.flatMap { LibnlObjects.address(rtnl_route_nh_get_gateway($0)) },
-        source: LibnlObjects.address(rtnl_route_get_pref_src(route)),
-        table: rtnl_route_get_table(route)
+        source: LibnlObjects.address(rtnl_route_get_pref_src(route))
     )
     return Int32(NL_STOP.rawValue)
 }
 
 private let routeErrorCallback: nl_recvmsg_err_cb_t = { _, error, context in
     guard let error, let context else { return Int32(NL_STOP.rawValue) }
-    Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue().result = .failed(errno: -error.pointee.error)
+    Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue().result = .refused(errno: -error.pointee.error)
     return Int32(NL_STOP.rawValue)
 }

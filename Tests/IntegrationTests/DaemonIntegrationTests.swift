@@ -156,22 +156,13 @@ final class DaemonIntegrationTests: XCTestCase {
     }
 
     func testLibraryInProcessOnNetlink() throws {
-        // The monitor's netlink sockets are made on this thread: enter the lab's namespace for that call only.
-        let own = open("/proc/thread-self/ns/net", O_RDONLY)
-        let lab = open("/run/netns/\(self.lab.host)", O_RDONLY)
-        XCTAssertGreaterThanOrEqual(own, 0)
-        XCTAssertGreaterThanOrEqual(lab, 0)
-        defer { close(own); close(lab) }
-        let monitor = ReachabilityMonitor(source: .netlink(sysfsRoot: self.lab.sysfsRoot), notificationCenter: NotificationCenter())
-        XCTAssertEqual(enterNetworkNamespace(lab), 0)
-        let started = Result { try monitor.startNotifier() }
-        XCTAssertEqual(enterNetworkNamespace(own), 0)
-        try started.get()
+        let monitor = ReachabilityMonitor(source: .netlink(sysfsRoot: lab.sysfsRoot), notificationCenter: NotificationCenter())
+        try lab.inNamespace { try monitor.startNotifier() }
         defer { monitor.stopNotifier() }
         XCTAssertEqual(monitor.verdict?.verdict.status, .wwan)
         let reachable = expectation(description: "whenReachable with wired")
         monitor.whenReachable = { verdict in if verdict.verdict.status == .wired { reachable.fulfill() } }
-        try self.lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
         wait(for: [reachable], timeout: 10)
         XCTAssertEqual(monitor.verdict?.sequence, 2)
     }
@@ -204,13 +195,6 @@ final class DaemonIntegrationTests: XCTestCase {
         wait(for: [done], timeout: 10)
         return box.value
     }
-}
-
-/// `setns(fd, CLONE_NEWNET)` for the calling thread; glibc declares it only with _GNU_SOURCE, so look it up.
-private func enterNetworkNamespace(_ fd: Int32) -> Int32 {
-    typealias SetNS = @convention(c) (Int32, Int32) -> Int32
-    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "setns") else { return -1 }
-    return unsafeBitCast(symbol, to: SetNS.self)(fd, 0x4000_0000)
 }
 
 private final class StatusBox: @unchecked Sendable {

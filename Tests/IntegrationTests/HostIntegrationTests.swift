@@ -1,4 +1,5 @@
 import Foundation
+import Reachability
 import ReachdModel
 import XCTest
 
@@ -114,5 +115,47 @@ final class HostIntegrationTests: XCTestCase {
         XCTAssertEqual(host.status, .wwan)
         XCTAssertFalse(host.metered, "a LAN mirror behind the modem is not metered")
         XCTAssertTrue(try status("onlink.test").metered)
+    }
+
+    func testLibraryHostMonitorThroughTheDaemon() throws {
+        try lab.startDaemon()
+        let monitor = ReachabilityMonitor(host: "far.test", source: .daemon(socketPath: lab.socketPath), notificationCenter: NotificationCenter())
+        try monitor.startNotifier()
+        defer { monitor.stopNotifier() }
+        XCTAssertEqual(monitor.verdict?.verdict.target, "far.test")
+        XCTAssertEqual(monitor.verdict?.verdict.status, .wired)
+        let metered = expectation(description: "far.test via wwan0")
+        monitor.whenReachable = { if $0.verdict.status == .wwan { metered.fulfill() } }
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        wait(for: [metered], timeout: 10)
+        XCTAssertEqual(monitor.connection, .cellular)
+    }
+
+    func testLibraryHostMonitorInProcess() throws {
+        // In-process resolution reads this process's /etc/hosts, so the target is an address.
+        let monitor = ReachabilityMonitor(host: "198.18.0.5", source: .netlink(sysfsRoot: lab.sysfsRoot), notificationCenter: NotificationCenter())
+        try lab.inNamespace { try monitor.startNotifier() }
+        defer { monitor.stopNotifier() }
+        XCTAssertEqual(monitor.verdict?.verdict.status, .wired)
+        XCTAssertEqual(monitor.verdict?.verdict.addresses, [IPAddress("198.18.0.5")!])
+        let metered = expectation(description: "198.18.0.5 via wwan0")
+        monitor.whenReachable = { if $0.verdict.status == .wwan { metered.fulfill() } }
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        wait(for: [metered], timeout: 10)
+    }
+
+    func testWatchedNamesAreResolvedAgain() throws {
+        try lab.startDaemon(config: "[hosts]\nrefresh_seconds = 1\n")
+        let client = try lab.subscribe(host: "far.test")
+        XCTAssertEqual(client.initial.verdict.addresses, [IPAddress("198.18.0.5")!])
+        // Rewrite the namespace's hosts file in place: `ip netns exec` bind-mounted this very file.
+        let path = "/etc/netns/\(lab.host)/hosts"
+        let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "198.18.0.5 far.test", with: "203.0.113.60 far.test")
+        let handle = try XCTUnwrap(FileHandle(forUpdatingAtPath: path))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: Data(text.utf8))
+        try handle.close()
+        let moved = try client.waitFor("far.test at its new address", timeout: 10) { $0.addresses == [IPAddress("203.0.113.60")!] }
+        XCTAssertEqual(moved.verdict.status, .wwan)
     }
 }

@@ -74,6 +74,23 @@ final class NetLab {
     /// A command inside the host namespace.
     func inHost(_ command: String) throws { try run("ip netns exec \(host) \(command)") }
 
+    /// Runs `body` on this thread inside the lab's network namespace (netlink sockets made there stay there).
+    func inNamespace<T>(_ body: () throws -> T) throws -> T {
+        let own = open("/proc/thread-self/ns/net", O_RDONLY)
+        let lab = open("/run/netns/\(host)", O_RDONLY)
+        defer { close(own); close(lab) }
+        guard own >= 0, lab >= 0, Self.setNetworkNamespace(lab) == 0 else { throw LabError("cannot enter namespace \(host)") }
+        defer { _ = Self.setNetworkNamespace(own) }
+        return try body()
+    }
+
+    /// `setns(fd, CLONE_NEWNET)`; glibc declares it only with _GNU_SOURCE, so look it up.
+    private static func setNetworkNamespace(_ fd: Int32) -> Int32 {
+        typealias SetNS = @convention(c) (Int32, Int32) -> Int32
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "setns") else { return -1 }
+        return unsafeBitCast(symbol, to: SetNS.self)(fd, 0x4000_0000)
+    }
+
     // MARK: - Links
 
     /// A veth pair: `name` in the host namespace, its far end (same name) in the peer namespace; both up.
