@@ -77,4 +77,19 @@ final class ConfigurationTests: XCTestCase {
         try "[[interface]]\nmatch = \"eth0\"\nmetered = true\n".write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertEqual(try Configuration.load(path: path).interfaceRules, [InterfaceRule(match: "eth0", metered: true)])
     }
+
+    /// Every commented-out setting in reachd.toml.example, switched on, is a valid configuration.
+    func testExampleConfigurationIsValid() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../reachd.toml.example").standardized.path
+        let text = try String(contentsOfFile: example, encoding: .utf8)
+        XCTAssertEqual(try Configuration(toml: text), Configuration(), "everything is commented out")
+        let enabled = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            line.hasPrefix("#[") || line.range(of: #"^#[a-z_]+ ="#, options: .regularExpression) != nil ? String(line.dropFirst()) : String(line)
+        }.joined(separator: "\n")
+        let config = try Configuration(toml: enabled)
+        XCTAssertEqual(config.interfaceRules.count, 3)
+        XCTAssertEqual(config.unmeteredDestinations.count, 2)
+        XCTAssertNotNil(config.connectivityCheck)
+    }
 }
