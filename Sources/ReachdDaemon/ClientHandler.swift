@@ -16,6 +16,8 @@ final class ClientHandler: ChannelInboundHandler {
     private var subscribed = false
     /// Hosts this connection watches (with repeats: each subscribe counts), released when it closes.
     private var watchedHosts: [String] = []
+    /// Host subscriptions one connection may hold (each costs route lookups on every network change).
+    static let maximumWatchedHosts = 4096
     private var isOpen = true
 
     init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, logger: Logger) {
@@ -71,6 +73,9 @@ final class ClientHandler: ChannelInboundHandler {
     private func handleHosts(_ request: Request, context: ChannelHandlerContext) {
         guard let hosts else {
             return send(.error(ProtocolError(.badRequest, "host targets are not available", id: request.id)), context: context)
+        }
+        if request.op == .subscribe, watchedHosts.count + request.hosts.count > Self.maximumWatchedHosts {
+            return send(.error(ProtocolError(.badRequest, "at most \(Self.maximumWatchedHosts) host subscriptions per connection", id: request.id)), context: context)
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop

@@ -48,9 +48,9 @@ public final class HostMonitor: Sendable {
 
     /// The current verdict for `host`, resolving it if needed.
     func verdict(for host: String) async -> StampedVerdict {
-        let result = evaluate(host, resolution: await resolution(of: host))
-        if result.changed { publish([result.stamped]) }
-        return result.stamped
+        let verdict = evaluateAndPublish(host, resolution: await resolution(of: host))
+        state.withLock { Self.trimCache(&$0) }
+        return verdict
     }
 
     /// Starts watching `hosts` (counted per caller) and returns their current verdicts.
@@ -70,13 +70,18 @@ public final class HostMonitor: Sendable {
     func unwatch(_ hosts: [String]) {
         state.withLock { state in
             for host in hosts { state.entries[host]?.watchers -= 1 }
-            let unwatched = state.entries.filter { $0.value.watchers <= 0 && $0.value.resolving == nil }.map(\.key)
-            for host in unwatched.dropFirst(Self.cachedUnwatched) { state.entries.removeValue(forKey: host) }
+            Self.trimCache(&state)
             if !state.entries.values.contains(where: { $0.watchers > 0 }) {
                 state.refresher?.cancel()
                 state.refresher = nil
             }
         }
+    }
+
+    /// Keeps at most `cachedUnwatched` hosts that nobody watches (answers to one-off `status` requests).
+    private static func trimCache(_ state: inout State) {
+        let unwatched = state.entries.filter { $0.value.watchers <= 0 && $0.value.resolving == nil }.map(\.key)
+        for host in unwatched.dropFirst(cachedUnwatched) { state.entries.removeValue(forKey: host) }
     }
 
     /// Forgets cached resolutions every `refreshSeconds` and re-judges the watched hosts with fresh ones.
@@ -88,11 +93,9 @@ public final class HostMonitor: Sendable {
                 for host in state.entries.keys { state.entries[host]?.resolution = nil }
                 return state.entries.filter { $0.value.watchers > 0 }.map(\.key)
             }
-            var changed: [StampedVerdict] = []
-            for host in watched {
-                let result = evaluate(host, resolution: await resolution(of: host))
-                if result.changed { changed.append(result.stamped) }
-            }
+            var fresh: [(String, Resolution)] = []
+            for host in watched { fresh.append((host, await resolution(of: host))) }
+            let changed = evaluate(fresh)
             if !changed.isEmpty { publish(changed) }
         }
     }
@@ -114,18 +117,11 @@ public final class HostMonitor: Sendable {
             }
             return state.entries.filter { $0.value.watchers > 0 }.map { ($0.key, $0.value.resolution) }
         }
-        var changed: [StampedVerdict] = []
-        for (host, resolution) in watched {
-            if let resolution {
-                let result = evaluate(host, resolution: resolution)
-                if result.changed { changed.append(result.stamped) }
-            } else {
-                Task {
-                    let result = self.evaluate(host, resolution: await self.resolution(of: host))
-                    if result.changed { self.publish([result.stamped]) }
-                }
-            }
+        let resolved = watched.compactMap { host, resolution in resolution.map { (host, $0) } }
+        for (host, resolution) in watched where resolution == nil {
+            Task { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
         }
+        let changed = evaluate(resolved)
         if !changed.isEmpty { publish(changed) }
     }
 
@@ -159,19 +155,35 @@ public final class HostMonitor: Sendable {
     }
 
     /// Looks up the routes, judges, and records; `changed` is true when the verdict differs from the last.
-    private func evaluate(_ host: String, resolution: Resolution) -> (stamped: StampedVerdict, changed: Bool) {
-        var decisions: [IPAddress: RouteDecision] = [:]
-        if case .addresses(let addresses) = resolution {
-            lookup.withLock { lookup in
-                for address in addresses { decisions[address] = lookup.lookup(address) }
-            }
+    /// Looks up the routes of all the hosts' addresses in one batch, judges each host and records it.
+    /// Returns the verdicts that differ from the last one recorded for their host.
+    private func evaluate(_ hosts: [(String, Resolution)]) -> [StampedVerdict] {
+        var addresses: [IPAddress] = []
+        var seen: Set<IPAddress> = []
+        for case (_, .addresses(let list)) in hosts {
+            for address in list where seen.insert(address).inserted { addresses.append(address) }
         }
+        let answers = addresses.isEmpty ? [] : lookup.withLock { $0.lookup(addresses) }
+        let decisions = Dictionary(uniqueKeysWithValues: zip(addresses, answers))
         return state.withLock { state in
-            let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
-            var entry = state.entries[host, default: Entry()]
-            let published = entry.tracker.record(verdict, at: .now())
-            state.entries[host] = entry
-            return (published ?? entry.tracker.current!, published != nil && published!.sequence > 1)
+            var changed: [StampedVerdict] = []
+            for (host, resolution) in hosts {
+                let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
+                var entry = state.entries[host, default: Entry()]
+                // The first verdict of a host reaches its subscribers in their `subscribed` reply.
+                if let published = entry.tracker.record(verdict, at: .now()), published.sequence > 1 {
+                    changed.append(published)
+                }
+                state.entries[host] = entry
+            }
+            return changed
         }
+    }
+
+    /// One host's current verdict, recorded (and published if it changed).
+    private func evaluateAndPublish(_ host: String, resolution: Resolution) -> StampedVerdict {
+        let changed = evaluate([(host, resolution)])
+        if !changed.isEmpty { publish(changed) }
+        return state.withLock { $0.entries[host]!.tracker.current! }
     }
 }

@@ -7,8 +7,13 @@ import Glibc
 /// Asks the kernel which route a packet to a destination would take (`RTM_GETROUTE`, as `ip route get`),
 /// so that policy rules, tables and reject routes decide exactly as for real traffic. No packet is sent.
 ///
-/// One netlink socket, used by one thread at a time (callers serialise).
+/// Many destinations are asked in batches: the requests of a batch are sent back to back and the answers,
+/// matched by sequence number, read afterwards. One netlink socket, used by one thread at a time
+/// (callers serialise).
 public final class RouteLookup {
+    /// Requests in flight at once; their answers must fit the socket's receive buffer.
+    private static let batchSize = 128
+
     private let socket: OpaquePointer
 
     /// Opens the socket in the calling thread's network namespace.
@@ -19,8 +24,17 @@ public final class RouteLookup {
             nl_socket_free(socket)
             throw NetlinkError(call: "nl_connect", code: rc)
         }
-        // One request, one answer (a route or an error): no extra ACK to wait for.
+        // One request, one answer (a route or an error): no extra ACK; answers are matched by sequence.
         nl_socket_disable_auto_ack(socket)
+        nl_socket_disable_seq_check(socket)
+        // A lost answer must not hang the caller: give up on a read after a second.
+        let fd = nl_socket_get_fd(socket)
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer: Int32 = 1 << 20
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+        }
         self.socket = socket
     }
 
@@ -28,53 +42,98 @@ public final class RouteLookup {
 
     /// The kernel's answer for `destination`.
     public func lookup(_ destination: IPAddress) -> RouteDecision {
-        let answer = AnswerBox()
-        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { return .refused(errno: ENOMEM) }
+        lookup([destination])[0]
+    }
+
+    /// The kernel's answers for `destinations`, in the same order.
+    public func lookup(_ destinations: [IPAddress]) -> [RouteDecision] {
+        var results: [RouteDecision] = []
+        results.reserveCapacity(destinations.count)
+        var start = 0
+        while start < destinations.count {
+            let batch = destinations[start..<min(start + Self.batchSize, destinations.count)]
+            results += lookupBatch(Array(batch))
+            start += batch.count
+        }
+        return results
+    }
+
+    private func lookupBatch(_ destinations: [IPAddress]) -> [RouteDecision] {
+        let answers = AnswerBox()
+        for (index, destination) in destinations.enumerated() {
+            switch send(destination) {
+            case .success(let sequence): answers.pending[sequence] = index
+            case .failure(let code): answers.results[index] = .refused(errno: code)
+            }
+        }
+        guard let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else {
+            return destinations.indices.map { answers.results[$0] ?? .refused(errno: ENOMEM) }
+        }
+        defer { nl_cb_put(callbacks) }
+        let context = Unmanaged.passUnretained(answers).toOpaque()
+        nl_cb_set(callbacks, NL_CB_VALID, NL_CB_CUSTOM, routeAnswerCallback, context)
+        nl_cb_err(callbacks, NL_CB_CUSTOM, routeErrorCallback, context)
+        while !answers.pending.isEmpty {
+            // Each call reads one answer; an error (the read timeout) leaves the rest unanswered.
+            if nl_recvmsgs(socket, callbacks) < 0 { break }
+        }
+        return destinations.indices.map { answers.results[$0] ?? .refused(errno: ETIMEDOUT) }
+    }
+
+    /// Sends one request; its sequence number, or an errno.
+    private func send(_ destination: IPAddress) -> SendResult {
+        guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { return .failure(ENOMEM) }
         defer { nlmsg_free(message) }
         var header = rtmsg()
         header.rtm_family = UInt8(destination.family == .ipv4 ? AF_INET : AF_INET6)
         header.rtm_dst_len = UInt8(destination.bytes.count * 8)
         guard nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)) == 0,
               destination.bytes.withUnsafeBytes({ nla_put(message, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }) == 0
-        else { return .refused(errno: ENOMEM) }
-        guard nl_send_auto(socket, message) >= 0 else { return .refused(errno: EIO) }
+        else { return .failure(ENOMEM) }
+        guard nl_send_auto(socket, message) >= 0, let sent = nlmsg_hdr(message) else { return .failure(EIO) }
+        return .success(sent.pointee.nlmsg_seq)
+    }
 
-        guard let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else { return .refused(errno: ENOMEM) }
-        defer { nl_cb_put(callbacks) }
-        let context = Unmanaged.passUnretained(answer).toOpaque()
-        nl_cb_set(callbacks, NL_CB_VALID, NL_CB_CUSTOM, routeAnswerCallback, context)
-        nl_cb_err(callbacks, NL_CB_CUSTOM, routeErrorCallback, context)
-        let rc = nl_recvmsgs(socket, callbacks)
-        if let result = answer.result { return result }
-        return .refused(errno: rc < 0 ? EIO : ENODATA)
+    private enum SendResult {
+        case success(UInt32)
+        case failure(Int32)
     }
 }
 
 private final class AnswerBox {
-    var result: RouteDecision?
+    /// Sequence number -> index of the destination still waiting for its answer.
+    var pending: [UInt32: Int] = [:]
+    var results: [Int: RouteDecision] = [:]
+
+    func answer(sequence: UInt32, _ decision: RouteDecision) {
+        guard let index = pending.removeValue(forKey: sequence) else { return }
+        results[index] = decision
+    }
 }
 
 private let routeAnswerCallback: nl_recvmsg_msg_cb_t = { message, context in
     guard let message, let context, let header = nlmsg_hdr(message) else { return Int32(NL_STOP.rawValue) }
     let box = Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue()
+    let sequence = header.pointee.nlmsg_seq
     var route: OpaquePointer?
     guard rtnl_route_parse(header, &route) == 0, let route else {
-        box.result = .refused(errno: EPROTO)
+        box.answer(sequence: sequence, .refused(errno: EPROTO))
         return Int32(NL_STOP.rawValue)
     }
     defer { rtnl_route_put(route) }
     let hop = rtnl_route_get_nnexthops(route) > 0 ? rtnl_route_nexthop_n(route, 0) : nil
-    box.result = .route(
+    box.answer(sequence: sequence, .route(
         type: RouteType(rawValue: rtnl_route_get_type(route)) ?? .unspecified,
         interfaceIndex: hop.map { Int32(rtnl_route_nh_get_ifindex($0)) } ?? 0,
         gateway: hop.flatMap { LibnlObjects.address(rtnl_route_nh_get_gateway($0)) },
         source: LibnlObjects.address(rtnl_route_get_pref_src(route))
-    )
+    ))
     return Int32(NL_STOP.rawValue)
 }
 
 private let routeErrorCallback: nl_recvmsg_err_cb_t = { _, error, context in
     guard let error, let context else { return Int32(NL_STOP.rawValue) }
-    Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue().result = .refused(errno: -error.pointee.error)
+    Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue()
+        .answer(sequence: error.pointee.msg.nlmsg_seq, .refused(errno: -error.pointee.error))
     return Int32(NL_STOP.rawValue)
 }
