@@ -121,8 +121,14 @@ public final class HostMonitor: Sendable {
         for (host, resolution) in watched where resolution == nil {
             Task { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
         }
+        let started = ContinuousClock.now
         let changed = evaluate(resolved)
         if !changed.isEmpty { publish(changed) }
+        if !resolved.isEmpty {
+            logger.debug("re-judged watched hosts", metadata: [
+                "hosts": "\(resolved.count)", "changed": "\(changed.count)", "took": "\(ContinuousClock.now - started)",
+            ])
+        }
     }
 
     private func publish(_ verdicts: [StampedVerdict]) {

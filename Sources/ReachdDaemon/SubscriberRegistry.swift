@@ -10,10 +10,13 @@ final class SubscriberRegistry: @unchecked Sendable {
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private let onDrop: @Sendable (String) -> Void
 
-    private struct Subscriber {
+    /// A class, so that updating its sequences while iterating the registry copies nothing.
+    private final class Subscriber {
         let channel: any Channel
-        /// Per target key (`SubscriberRegistry.key(for:)`), the last sequence the client has seen.
-        var sequences: [String: UInt64]
+        /// Per target key (`SubscriberRegistry.key(forHost:)`), the last sequence the client has seen.
+        var sequences: [String: UInt64] = [:]
+
+        init(channel: any Channel) { self.channel = channel }
     }
 
     /// The registry key of a verdict's target: `internet`, or `host:NAME`.
@@ -30,8 +33,9 @@ final class SubscriberRegistry: @unchecked Sendable {
     func add(_ channel: any Channel, key: String, sentSequence sequence: UInt64) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
-        let known = subscribers[id]?.sequences[key] ?? 0
-        subscribers[id, default: Subscriber(channel: channel, sequences: [:])].sequences[key] = max(known, sequence)
+        let subscriber = subscribers[id] ?? Subscriber(channel: channel)
+        subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
+        subscribers[id] = subscriber
     }
 
     func remove(_ channel: any Channel) {
@@ -71,7 +75,7 @@ final class SubscriberRegistry: @unchecked Sendable {
                 continue
             }
             for index in due {
-                subscribers[id]?.sequences[events[index].key] = events[index].sequence
+                subscriber.sequences[events[index].key] = events[index].sequence
                 subscriber.channel.write(buffers[index], promise: nil)
             }
             subscriber.channel.flush()
