@@ -49,6 +49,24 @@ final class HostIntegrationTests: XCTestCase {
         let cli = try lab.reachctl(["status", "--host", "far.test"])
         XCTAssertEqual(cli.status, 0)
         XCTAssertEqual(cli.out, "far.test: reachable via WWAN (wwan0), metered (interface kind wwan)\n")
+        XCTAssertEqual(try lab.reachctl(["wait", "--host", "far.test", "--unmetered", "--timeout", "0.5"]).status, 1)
+        XCTAssertEqual(try lab.reachctl(["wait", "--unmetered", "--timeout", "0.5"]).status, 0, "the internet itself is unmetered")
+    }
+
+    func testReachctlWatchesSeveralHosts() throws {
+        try lab.startDaemon()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: NetLab.binary("reachctl"))
+        process.arguments = ["watch", "--host", "far.test", "--host", "self.test", "--socket", lab.socketPath]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        defer { process.terminate() }
+        let reader = LineReader(pipe.fileHandleForReading)
+        XCTAssertTrue(try reader.next().contains("far.test: reachable via wired (eth0)"))
+        XCTAssertTrue(try reader.next().contains("self.test: reachable via other link (lo)"))
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        XCTAssertTrue(try reader.next().contains("#2 far.test: reachable via WWAN (wwan0), metered"))
     }
 
     func testOnLinkLocalUnresolvableAndIPv6OnlyHosts() throws {

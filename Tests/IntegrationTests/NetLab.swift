@@ -251,3 +251,28 @@ private final class Counter: @unchecked Sendable {
     private var value = 0
     func next() -> Int { lock.withLock { value += 1; return value } }
 }
+
+/// Reads lines from a pipe with a timeout.
+final class LineReader {
+    private let handle: FileHandle
+    private var buffer = Data()
+
+    init(_ handle: FileHandle) { self.handle = handle }
+
+    func next(timeout: Double = 10) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer = Data(buffer[(newline + 1)...])
+                return String(decoding: line, as: UTF8.self)
+            }
+            var entry = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            guard left > 0, poll(&entry, 1, left) > 0 else { throw LabError("no line within \(timeout)s") }
+            let chunk = handle.availableData
+            guard !chunk.isEmpty else { throw LabError("pipe closed") }
+            buffer.append(chunk)
+        }
+    }
+}
