@@ -182,14 +182,12 @@ public final class ReachabilityMonitor: Sendable {
             }
         }
         let watcher = NetlinkWatcher(options: .init(sysfsRoot: sysfsRoot), logger: Logger(label: "reachability"))
-        let initial: NetworkSnapshot
         do {
-            initial = try watcher.start { [weak self] snapshot in self?.deliver(judge(snapshot)) }
+            try watcher.start { [weak self] snapshot in self?.deliver(judge(snapshot)) }
         } catch {
             throw MonitorError.netlink("\(error)")
         }
         state.withLock { $0.watcher = watcher }
-        deliver(judge(initial))
     }
 
     private func startDaemon(path explicit: String?) throws {

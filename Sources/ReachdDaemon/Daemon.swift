@@ -43,17 +43,13 @@ public enum Daemon {
             resolver: resolver, logger: logger
         )
         let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
-        let initial = try watcher.start { snapshot in
+        try watcher.start { snapshot in
             let published = hub.update(snapshot: snapshot)
             if let published {
-                logger.info("verdict changed", metadata: published.logMetadata)
+                logger.info("verdict", metadata: published.logMetadata)
             }
-            hosts.networkChanged(snapshot, internetChanged: published != nil)
+            hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
         }
-        if let first = hub.update(snapshot: initial) {
-            logger.info("initial verdict", metadata: first.logMetadata)
-        }
-        hosts.networkChanged(initial, internetChanged: false)
         let prober = options.configuration.connectivityCheck.map { check in
             ConnectivityProber(check: check, hub: hub, resolver: resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
         }

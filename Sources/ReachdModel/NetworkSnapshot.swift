@@ -103,8 +103,6 @@ public struct InterfaceAddress: Hashable, Sendable {
     public static let scopeSite: UInt8 = 200
     /// `RT_SCOPE_LINK`.
     public static let scopeLink: UInt8 = 253
-    /// `RT_SCOPE_HOST`.
-    public static let scopeHost: UInt8 = 254
 
     public var interfaceIndex: Int32
     public var address: IPAddress

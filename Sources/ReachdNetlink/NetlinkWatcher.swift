@@ -67,9 +67,10 @@ public final class NetlinkWatcher: @unchecked Sendable {
         stop()
     }
 
-    /// Opens the caches, returns the initial snapshot, then calls `handler` (on the watcher's thread) on every
-    /// settled change. The netlink sockets belong to the calling thread's network namespace.
-    public func start(handler: @escaping @Sendable (NetworkSnapshot) -> Void) throws -> NetworkSnapshot {
+    /// Opens the caches and calls `handler` with the initial snapshot (on the calling thread, before this
+    /// returns), then with every settled change (on the watcher's thread), always in order. The netlink
+    /// sockets belong to the calling thread's network namespace.
+    public func start(handler: @escaping @Sendable (NetworkSnapshot) -> Void) throws {
         precondition(thread == nil, "NetlinkWatcher started twice")
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw NetlinkError(call: "pipe", code: NLE_FAILURE) }
@@ -84,9 +85,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
         dirty = Set(CacheKind.allCases)
         rebuild()
         self.handler = handler
-        let initial = current
+        handler(current)
         thread = try spawnThread { [unowned self] in self.run() }
-        return initial
     }
 
     /// Stops watching; the handler is not called after this returns.
