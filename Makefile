@@ -2,13 +2,18 @@
 #   make run    installs missing packages, builds, starts reachd in the foreground
 #   make test   installs missing packages, builds, runs every test (integration tests need root)
 
-SWIFT     ?= swift
-PREFIX    ?= /usr/local
-ARGS      ?=
-# Build and test dependencies from Debian.
-DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev iproute2 procps
+SWIFT         ?= swift
+CONFIGURATION ?= release
+PREFIX        ?= /usr/local
+BINDIR        ?= $(PREFIX)/bin
+UNITDIR       ?= $(PREFIX)/lib/systemd/system
+SYSCONFDIR    ?= /etc
+DESTDIR       ?=
+ARGS          ?=
+# Build and test dependencies from Debian (systemd for systemd-analyze, python3 for test servers).
+DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev systemd iproute2 procps python3
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench install clean
 
 deps:
 	@command -v $(SWIFT) >/dev/null || { echo "make: the Swift 6 toolchain is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 2; }
@@ -20,10 +25,10 @@ deps:
 	fi
 
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c $(CONFIGURATION)
 
 run: build
-	$$($(SWIFT) build -c release --show-bin-path)/reachd $(ARGS)
+	$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path)/reachd $(ARGS)
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -31,6 +36,15 @@ test: deps
 
 bench: deps
 	bench/run $(ARGS)
+
+# Binaries, systemd units (ExecStart pointing at BINDIR) and the example configuration; DESTDIR-aware.
+install: build
+	bin=$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path) && \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
+	install -m 0755 $$bin/reachd $$bin/reachctl $(DESTDIR)$(BINDIR)/
+	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
+	install -m 0644 systemd/reachd.socket $(DESTDIR)$(UNITDIR)/reachd.socket
+	install -m 0644 reachd.toml.example $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml.example
 
 clean:
 	rm -rf .build

@@ -22,6 +22,12 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        // libsystemd through pkg-config: readiness, watchdog and socket activation.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         // Pure model: snapshot in, verdict out. No I/O.
         .target(name: "ReachdModel"),
         // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
@@ -37,7 +43,7 @@ let package = Package(
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

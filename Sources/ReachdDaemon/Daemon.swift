@@ -59,8 +59,9 @@ public enum Daemon {
         }
         let server: SocketServer
         do {
+            let endpoint: SocketServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
             server = try await SocketServer(
-                path: options.socketPath, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
+                endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
                 limits: options.limits, logger: logger
             )
         } catch {
@@ -68,6 +69,9 @@ public enum Daemon {
             await resolver.shutdown()
             throw error
         }
+        _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
+        Systemd.ready(status: hub.current?.verdict.systemdStatus ?? "starting")
+        let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
         let services = ServiceGroup(configuration: .init(
             services: [
                 .init(service: WatcherService(watcher: watcher)),
@@ -77,9 +81,11 @@ public enum Daemon {
         ))
         ShutdownSignals.onSignal { signal in
             logger.info("signal \(signal): shutting down")
+            Systemd.stopping()
             Task { await services.triggerGracefulShutdown() }
         }
         try await services.run()
+        watchdog?.cancel()
         prober?.stop()
         hosts.stop()
         await resolver.shutdown()

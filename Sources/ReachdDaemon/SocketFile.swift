@@ -10,12 +10,15 @@ public enum SocketFileError: Error, CustomStringConvertible, Sendable {
     case pathTooLong(String)
     /// A system call failed.
     case system(call: String, path: String, errno: Int32)
+    /// systemd passed descriptors reachd cannot serve on.
+    case activation(String)
 
     public var description: String {
         switch self {
         case .inUse(let path): "\(path) is in use by a running daemon"
         case .pathTooLong(let path): "socket path too long (max 107 bytes): \(path)"
         case .system(let call, let path, let code): "\(call)(\(path)): \(String(cString: strerror(code)))"
+        case .activation(let detail): "socket activation: \(detail)"
         }
     }
 }

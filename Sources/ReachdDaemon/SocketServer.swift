@@ -19,7 +19,13 @@ public final class SocketServer: Sendable {
         }
     }
 
-    public let path: String
+    /// Where clients connect: a path reachd binds (and removes at shutdown), or a socket systemd passed.
+    public enum Endpoint: Sendable {
+        case path(String)
+        case activated(fd: Int32)
+    }
+
+    public let endpoint: Endpoint
     private let hub: VerdictHub
     private let group: any EventLoopGroup
     private let registries: [ObjectIdentifier: SubscriberRegistry]
@@ -28,12 +34,13 @@ public final class SocketServer: Sendable {
     private let channel: any Channel
     private let observer: VerdictHub.ObserverID
 
-    /// Binds the socket (replacing a stale socket file, refusing a live one) and starts serving.
+    /// Binds the socket (replacing a stale socket file, refusing a live one), or takes the one systemd
+    /// passed, and starts serving.
     public init(
-        path: String, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
+        endpoint: Endpoint, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
         limits: Limits = Limits(), logger: Logger
     ) async throws {
-        self.path = path
+        self.endpoint = endpoint
         self.hub = hub
         self.group = group
         self.limits = limits
@@ -45,10 +52,9 @@ public final class SocketServer: Sendable {
             }
         }
         self.registries = registries
-        try SocketFile.prepare(path: path)
         let queueBytes = limits.clientQueueBytes
         let frozenRegistries = registries
-        channel = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
             // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
@@ -59,9 +65,16 @@ public final class SocketServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: logger))
                 }
             }
-            .bind(unixDomainSocketPath: path)
-            .get()
-        chmod(path, 0o666)
+        switch endpoint {
+        case .path(let path):
+            try SocketFile.prepare(path: path)
+            channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            chmod(path, 0o666)
+            logger.info("listening on \(path)")
+        case .activated(let fd):
+            channel = try await bootstrap.withBoundSocket(fd).get()
+            logger.info("listening on the socket systemd passed (fd \(fd))")
+        }
         // Each event is encoded once and handed to every event loop in one task per batch.
         let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { [registries] batch in
             let events = batch.map {
@@ -73,14 +86,15 @@ public final class SocketServer: Sendable {
         }
         observer = hub.addObserver { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
         hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }
-        logger.info("listening on \(path)")
     }
 
-    /// Stops accepting, closes every client and removes the socket file.
+    /// Stops accepting, closes every client and removes the socket file (one systemd passed stays).
     public func shutdown() async {
         hub.removeObserver(observer)
         try? await channel.close()
-        unlink(path)
-        logger.info("socket \(path) closed and removed")
+        if case .path(let path) = endpoint {
+            unlink(path)
+            logger.info("socket \(path) closed and removed")
+        }
     }
 }

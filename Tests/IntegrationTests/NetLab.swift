@@ -132,9 +132,10 @@ final class NetLab {
 
     // MARK: - Daemon
 
-    /// Starts reachd inside the host namespace and waits until its socket answers.
-    func startDaemon(config: String? = nil, arguments: [String] = []) throws {
-        var args = ["netns", "exec", host, Self.binary("reachd"), "--socket", socketPath, "--sysfs-root", sysfsRoot, "--log-level", "debug"]
+    /// Starts reachd inside the host namespace (behind `wrapper`, a command that execs the rest) and waits
+    /// until its socket answers.
+    func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) throws {
+        var args = ["netns", "exec", host] + wrapper + [Self.binary("reachd"), "--socket", socketPath, "--sysfs-root", sysfsRoot, "--log-level", "debug"]
         if let config {
             let path = directory + "/reachd.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
@@ -143,6 +144,7 @@ final class NetLab {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = args + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice
