@@ -95,7 +95,7 @@ public final class HostMonitor: Sendable {
             }
             var fresh: [(String, Resolution)] = []
             for host in watched { fresh.append((host, await resolution(of: host))) }
-            let changed = evaluate(fresh)
+            let changed = evaluate(fresh).changed
             if !changed.isEmpty { publish(changed) }
         }
     }
@@ -122,7 +122,7 @@ public final class HostMonitor: Sendable {
             Task { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
         }
         let started = ContinuousClock.now
-        let changed = evaluate(resolved)
+        let changed = evaluate(resolved).changed
         if !changed.isEmpty { publish(changed) }
         if !resolved.isEmpty {
             logger.debug("re-judged watched hosts", metadata: [
@@ -162,8 +162,8 @@ public final class HostMonitor: Sendable {
 
     /// Looks up the routes, judges, and records; `changed` is true when the verdict differs from the last.
     /// Looks up the routes of all the hosts' addresses in one batch, judges each host and records it.
-    /// Returns the verdicts that differ from the last one recorded for their host.
-    private func evaluate(_ hosts: [(String, Resolution)]) -> [StampedVerdict] {
+    /// Returns each host's current verdict, and those that differ from the last one recorded.
+    private func evaluate(_ hosts: [(String, Resolution)]) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
         var addresses: [IPAddress] = []
         var seen: Set<IPAddress> = []
         for case (_, .addresses(let list)) in hosts {
@@ -172,6 +172,7 @@ public final class HostMonitor: Sendable {
         let answers = addresses.isEmpty ? [] : lookup.withLock { $0.lookup(addresses) }
         let decisions = Dictionary(uniqueKeysWithValues: zip(addresses, answers))
         return state.withLock { state in
+            var current: [String: StampedVerdict] = [:]
             var changed: [StampedVerdict] = []
             for (host, resolution) in hosts {
                 let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
@@ -180,16 +181,18 @@ public final class HostMonitor: Sendable {
                 if let published = entry.tracker.record(verdict, at: .now()), published.sequence > 1 {
                     changed.append(published)
                 }
+                current[host] = entry.tracker.current
                 state.entries[host] = entry
             }
-            return changed
+            return (current, changed)
         }
     }
 
     /// One host's current verdict, recorded (and published if it changed).
     private func evaluateAndPublish(_ host: String, resolution: Resolution) -> StampedVerdict {
-        let changed = evaluate([(host, resolution)])
+        let (current, changed) = evaluate([(host, resolution)])
         if !changed.isEmpty { publish(changed) }
-        return state.withLock { $0.entries[host]!.tracker.current! }
+        // Recorded just now: a verdict is always there.
+        return current[host]!
     }
 }
