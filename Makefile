@@ -8,6 +8,8 @@ PREFIX        ?= /usr/local
 BINDIR        ?= $(PREFIX)/bin
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR    ?= /etc
+DBUSDIR       ?= /usr/share/dbus-1
+SYSUSERSDIR   ?= /usr/lib/sysusers.d
 DESTDIR       ?=
 ARGS          ?=
 # Build and test dependencies from Debian (systemd for systemd-analyze, python3 for test servers).
@@ -37,7 +39,8 @@ test: deps
 bench: deps
 	bench/run $(ARGS)
 
-# Binaries, systemd units (ExecStart pointing at BINDIR) and the example configuration; DESTDIR-aware.
+# Binaries, systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
+# activation file and interface description, and the example configuration; DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -45,6 +48,11 @@ install: build
 	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
 	install -m 0644 systemd/reachd.socket $(DESTDIR)$(UNITDIR)/reachd.socket
 	install -m 0644 reachd.toml.example $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml.example
+	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
+	install -m 0644 systemd/reachd.sysusers $(DESTDIR)$(SYSUSERSDIR)/reachd.conf
+	install -m 0644 dbus/org.reachd.Reachability1.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	install -m 0644 dbus/org.reachd.Reachability1.service $(DESTDIR)$(DBUSDIR)/system-services/
+	install -m 0644 dbus/org.reachd.Reachability1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 
 clean:
 	rm -rf .build

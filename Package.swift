@@ -28,6 +28,8 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // The sd-bus vtable of org.reachd.Reachability1 (C macros Swift cannot import) with Swift callbacks.
+        .target(name: "CReachdBus", dependencies: ["CSystemd"]),
         // Pure model: snapshot in, verdict out. No I/O.
         .target(name: "ReachdModel"),
         // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
@@ -43,7 +45,7 @@ let package = Package(
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "CSystemd",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "CSystemd", "CReachdBus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -15,10 +15,13 @@ public struct DaemonOptions: Sendable {
     public var configuration: Configuration
     public var watcher: NetlinkWatcher.Options
     public var limits: SocketServer.Limits
+    /// The D-Bus bus to serve `org.reachd.Reachability1` on.
+    public var bus: BusService.Bus
 
     public init(socketPath: String, configuration: Configuration = Configuration(),
-                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init()) {
+                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init(), bus: BusService.Bus = .system) {
         self.socketPath = socketPath
+        self.bus = bus
         self.configuration = configuration
         self.watcher = watcher
         self.limits = limits
@@ -70,6 +73,7 @@ public enum Daemon {
             throw error
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
+        let bus = startBus(options.bus, hub: hub, hosts: hosts, logger: logger)
         Systemd.ready(status: hub.current?.verdict.systemdStatus ?? "starting")
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
         let services = ServiceGroup(configuration: .init(
@@ -86,10 +90,26 @@ public enum Daemon {
         }
         try await services.run()
         watchdog?.cancel()
+        bus?.stop()
         prober?.stop()
         hosts.stop()
         await resolver.shutdown()
         logger.info("stopped")
+    }
+
+    /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
+    private static func startBus(_ which: BusService.Bus, hub: VerdictHub, hosts: HostMonitor, logger: Logger) -> BusService? {
+        guard which != .none else { return nil }
+        do {
+            let service = try BusService(bus: which, hub: hub, hosts: hosts, logger: logger)
+            _ = hub.addObserver { service.verdictChanged($0.verdict) }
+            try service.start()
+            logger.info("D-Bus: \(BusService.name) on the \(which.rawValue) bus")
+            return service
+        } catch {
+            logger.warning("D-Bus: the \(which.rawValue) bus cannot be used (\(error)); continuing without it")
+            return nil
+        }
     }
 
     /// Many subscribers need many descriptors: take the hard limit.

@@ -51,12 +51,16 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Receive buffer of the netlink event socket, in bytes.")
     var netlinkReceiveBuffer: Int = 4 << 20
 
+    @Option(help: "D-Bus bus for org.reachd.Reachability1: system, session or none. A bus that is not there is skipped with a warning.")
+    var bus: String = "system"
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown log level \"\(logLevel)\"")
         }
         guard clientQueueLimit >= 1024 else { throw ValidationError("--client-queue-limit must be at least 1024") }
         guard netlinkReceiveBuffer >= 4096 else { throw ValidationError("--netlink-receive-buffer must be at least 4096") }
+        guard BusService.Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
     }
 
     func run() async throws {
@@ -85,7 +89,8 @@ struct Reachd: AsyncParsableCommand {
                     socketPath: path,
                     configuration: configuration,
                     watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer),
-                    limits: .init(clientQueueBytes: clientQueueLimit)
+                    limits: .init(clientQueueBytes: clientQueueLimit),
+                    bus: BusService.Bus(rawValue: bus) ?? .system
                 ),
                 logger: logger
             )

@@ -143,7 +143,8 @@ final class NetLab {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = args + arguments
+        // No D-Bus unless a test asks for a bus: the machine's system bus is none of the tests' business.
+        process.arguments = args + (arguments.contains("--bus") ? [] : ["--bus", "none"]) + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)

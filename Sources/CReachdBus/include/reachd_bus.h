@@ -1,0 +1,20 @@
+// The sd-bus object table for org.reachd.Reachability1, in C because sd-bus builds vtables with macros
+// that Swift cannot import. Every entry forwards to the Swift callbacks given at registration.
+#ifndef REACHD_BUS_H
+#define REACHD_BUS_H
+
+#include <systemd/sd-bus.h>
+
+/// Callbacks into Swift. `context` is the value given to reachd_bus_add_object.
+typedef struct {
+    /// Appends property `name`'s value to `reply`; returns >= 0 or a negative errno.
+    int (*get_property)(void *context, const char *name, sd_bus_message *reply);
+    /// Handles CheckHost(s): replies now or later (keeping a reference); returns 1 when handled.
+    int (*check_host)(void *context, sd_bus_message *call);
+} reachd_bus_callbacks;
+
+/// Exports the object at `path` with the interface `interface`.
+int reachd_bus_add_object(sd_bus *bus, const char *path, const char *interface,
+                          const reachd_bus_callbacks *callbacks, void *context, sd_bus_slot **slot);
+
+#endif

@@ -1,0 +1,53 @@
+#include "reachd_bus.h"
+#include <errno.h>
+#include <stdlib.h>
+
+struct reachd_bus_object {
+    reachd_bus_callbacks callbacks;
+    void *context;
+};
+
+static int get_property(sd_bus *bus, const char *path, const char *interface, const char *property,
+                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+    struct reachd_bus_object *object = userdata;
+    return object->callbacks.get_property(object->context, property, reply);
+}
+
+static int check_host(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+    struct reachd_bus_object *object = userdata;
+    return object->callbacks.check_host(object->context, call);
+}
+
+static const sd_bus_vtable reachd_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Reachable", "b", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Status", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Metered", "b", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("MeteredReason", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Interface", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Flags", "as", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("Connectivity", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_METHOD_WITH_NAMES("CheckHost", "s", SD_BUS_PARAM(name), "a{sv}", SD_BUS_PARAM(verdict),
+                             check_host, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_VTABLE_END
+};
+
+static void free_object(void *userdata) {
+    free(userdata);
+}
+
+int reachd_bus_add_object(sd_bus *bus, const char *path, const char *interface,
+                          const reachd_bus_callbacks *callbacks, void *context, sd_bus_slot **slot) {
+    struct reachd_bus_object *object = malloc(sizeof(*object));
+    if (!object)
+        return -ENOMEM;
+    object->callbacks = *callbacks;
+    object->context = context;
+    int r = sd_bus_add_object_vtable(bus, slot, path, interface, reachd_vtable, object);
+    if (r < 0) {
+        free(object);
+        return r;
+    }
+    sd_bus_slot_set_destroy_callback(*slot, free_object);
+    return r;
+}
