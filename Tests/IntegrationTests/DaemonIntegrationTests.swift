@@ -117,14 +117,8 @@ final class DaemonIntegrationTests: XCTestCase {
 
     func testWatchPrintsOneLinePerChange() throws {
         try lab.startDaemon()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NetLab.binary("reachctl"))
-        process.arguments = ["watch", "--json", "--socket", lab.socketPath]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
+        let (process, reader) = try lab.spawnReachctl(["watch", "--json"])
         defer { process.terminate() }
-        let reader = LineReader(pipe.fileHandleForReading)
         XCTAssertTrue(try reader.next().contains("\"status\":\"wwan\""))
         try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
         XCTAssertTrue(try reader.next().contains("\"status\":\"wired\""))

@@ -55,14 +55,8 @@ final class HostIntegrationTests: XCTestCase {
 
     func testReachctlWatchesSeveralHosts() throws {
         try lab.startDaemon()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NetLab.binary("reachctl"))
-        process.arguments = ["watch", "--host", "far.test", "--host", "self.test", "--socket", lab.socketPath]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
+        let (process, reader) = try lab.spawnReachctl(["watch", "--host", "far.test", "--host", "self.test"])
         defer { process.terminate() }
-        let reader = LineReader(pipe.fileHandleForReading)
         XCTAssertTrue(try reader.next().contains("far.test: reachable via wired (eth0)"))
         XCTAssertTrue(try reader.next().contains("self.test: reachable via other link (lo)"))
         try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")

@@ -194,6 +194,17 @@ final class NetLab {
         return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
     }
 
+    /// Starts a long-running reachctl (watch) against the lab's daemon; its output is read line by line.
+    func spawnReachctl(_ arguments: [String]) throws -> (process: Process, lines: LineReader) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary("reachctl"))
+        process.arguments = arguments + ["--socket", socketPath]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        return (process, LineReader(pipe.fileHandleForReading))
+    }
+
     /// A product built next to the test bundle (override with REACHD_BIN_DIR).
     static func binary(_ name: String) -> String {
         if let dir = ProcessInfo.processInfo.environment["REACHD_BIN_DIR"] { return dir + "/" + name }
