@@ -155,7 +155,8 @@ public final class ReachdConnection {
         return first
     }
 
-    static func monotonicSeconds() -> Double {
+    /// Seconds on `CLOCK_MONOTONIC`, for deadlines.
+    public static func monotonicSeconds() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9

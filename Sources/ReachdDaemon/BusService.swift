@@ -1,6 +1,7 @@
 import CReachdBus
 import CSystemd
 import Logging
+import ReachdNetlink
 import ReachdModel
 import ReachdProtocol
 import Synchronization
@@ -59,20 +60,10 @@ public final class BusService: @unchecked Sendable {
 
     /// Serves until `stop`.
     public func start() throws {
-        final class Box {
-            let body: () -> Void
-            init(_ body: @escaping () -> Void) { self.body = body }
+        switch spawnPosixThread({ [unowned self] in self.run() }) {
+        case .success(let tid): thread = tid
+        case .failure(let error): throw BusError(call: "pthread_create", code: -error.code)
         }
-        let context = Unmanaged.passRetained(Box { [unowned self] in self.run() }).toOpaque()
-        var tid = pthread_t()
-        guard pthread_create(&tid, nil, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, context) == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
-            throw BusError(call: "pthread_create", code: -EAGAIN)
-        }
-        thread = tid
     }
 
     public func stop() {

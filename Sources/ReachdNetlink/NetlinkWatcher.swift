@@ -86,7 +86,10 @@ public final class NetlinkWatcher: @unchecked Sendable {
         rebuild()
         self.handler = handler
         handler(current)
-        thread = try spawnThread { [unowned self] in self.run() }
+        switch spawnPosixThread({ [unowned self] in self.run() }) {
+        case .success(let tid): thread = tid
+        case .failure(let error): throw NetlinkError(call: "pthread_create", code: -error.code)
+        }
     }
 
     /// Stops watching; the handler is not called after this returns.
@@ -128,26 +131,6 @@ public final class NetlinkWatcher: @unchecked Sendable {
                 socketReadable()
             }
         }
-    }
-
-    private func spawnThread(_ body: @escaping () -> Void) throws -> pthread_t {
-        final class Box {
-            let body: () -> Void
-            init(_ body: @escaping () -> Void) { self.body = body }
-        }
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { raw in
-            guard let raw else { return nil }
-            let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
-            box.body()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<Box>.fromOpaque(context).release()
-            throw NetlinkError(call: "pthread_create", code: NLE_FAILURE)
-        }
-        return tid
     }
 
     // MARK: - Cache manager

@@ -11,19 +11,19 @@ enum ReplyWriter {
         switch reply {
         case .status(let id, let verdict):
             id.map { key("id", &out); write($0, &out); comma(&out) }
-            key("type", &out); string("status", &out); comma(&out)
+            key("type", &out); string(reply.type, &out); comma(&out)
             key("verdict", &out); write(verdict, &out); comma(&out)
         case .subscribed(let id, let verdicts):
             id.map { key("id", &out); write($0, &out); comma(&out) }
-            key("type", &out); string("subscribed", &out); comma(&out)
+            key("type", &out); string(reply.type, &out); comma(&out)
             if let first = verdicts.first { key("verdict", &out); write(first, &out); comma(&out) }
             key("verdicts", &out); array(verdicts, &out) { write($0, &$1) }; comma(&out)
         case .event(let verdict):
-            key("type", &out); string("event", &out); comma(&out)
+            key("type", &out); string(reply.type, &out); comma(&out)
             key("verdict", &out); write(verdict, &out); comma(&out)
         case .pong(let id):
             id.map { key("id", &out); write($0, &out); comma(&out) }
-            key("type", &out); string("pong", &out); comma(&out)
+            key("type", &out); string(reply.type, &out); comma(&out)
         case .error(let error):
             key("error", &out)
             out.append(UInt8(ascii: "{"))
@@ -31,7 +31,7 @@ enum ReplyWriter {
             key("message", &out); string(error.message, &out)
             out.append(UInt8(ascii: "}")); comma(&out)
             error.id.map { key("id", &out); write($0, &out); comma(&out) }
-            key("type", &out); string("error", &out); comma(&out)
+            key("type", &out); string(reply.type, &out); comma(&out)
         }
         key("version", &out); out.append(contentsOf: String(protocolVersion).utf8)
         out.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])

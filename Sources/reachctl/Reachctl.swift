@@ -117,11 +117,11 @@ extension Reachctl {
 
         func run() throws {
             let client = try connection.connect()
-            let deadline = timeout.map { monotonicNow() + $0 }
+            let deadline = timeout.map { ReachdConnection.monotonicSeconds() + $0 }
             do {
                 var verdict = try client.verdict(for: Request(op: .subscribe, hosts: host.map { [$0] } ?? []), timeout: max(timeout ?? 30, 1))
                 while !satisfies(verdict.verdict) {
-                    let left = deadline.map { $0 - monotonicNow() }
+                    let left = deadline.map { $0 - ReachdConnection.monotonicSeconds() }
                     if let left, left <= 0 { timedOut(verdict) }
                     guard let next = try client.nextReply(timeout: left) else { timedOut(verdict) }
                     guard case .event(let changed) = next else { continue }
@@ -170,12 +170,6 @@ func writeAll(_ fd: Int32, _ text: String) {
         guard n > 0 else { return }
         bytes = bytes.dropFirst(n)
     }
-}
-
-func monotonicNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 extension ReachdConnection {

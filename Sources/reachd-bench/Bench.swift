@@ -37,11 +37,11 @@ struct Bench: ParsableCommand {
         var samples: [Double] = []
         var wrong = 0
         for _ in 0..<(flaps * 2) {
-            let start = now()
+            let start = ReachdConnection.monotonicSeconds()
             try link.set(up: !expectUp)
             expectUp.toggle()
             let verdict = try nextEvent(watcher)
-            samples.append(now() - start)
+            samples.append(ReachdConnection.monotonicSeconds() - start)
             if (verdict.verdict.status == .wired) != expectUp { wrong += 1 }
         }
         samples.sort()
@@ -66,11 +66,11 @@ struct Bench: ParsableCommand {
         usleep(300_000)
         var rounds: [Double] = []
         for _ in 0..<fanoutRounds {
-            let start = now()
+            let start = ReachdConnection.monotonicSeconds()
             try link.set(up: !expectUp)
             expectUp.toggle()
             try awaitLine(on: clients)
-            rounds.append(now() - start)
+            rounds.append(ReachdConnection.monotonicSeconds() - start)
             _ = try nextEvent(watcher)
         }
         rounds.sort()
@@ -89,16 +89,16 @@ struct Bench: ParsableCommand {
     private func benchHosts(_ socketPath: String) throws {
         let names = (1...hosts).map { "h\($0).bench" }
         let client = try ReachdConnection(path: socketPath)
-        let start = now()
+        let start = ReachdConnection.monotonicSeconds()
         let initial = try client.verdicts(for: Request(op: .subscribe, hosts: names), timeout: 120)
-        let subscribeTime = now() - start
+        let subscribeTime = ReachdConnection.monotonicSeconds() - start
         guard initial.count == hosts, initial.allSatisfy({ $0.verdict.status == .wired }) else {
             throw BenchError("expected \(hosts) hosts via eth0, got \(initial.filter { $0.verdict.status == .wired }.count)")
         }
         var rounds: [Double] = []
         for round in 0..<4 {
             let via = round % 2 == 0 ? "203.0.113.1" : "192.0.2.1"
-            let change = now()
+            let change = ReachdConnection.monotonicSeconds()
             try run("/usr/sbin/ip", ["route", "replace", "198.18.0.0/15", "via", via])
             // Count event lines without decoding them: the figure is the daemon's, not this client's JSON parsing.
             var changed = 0
@@ -107,7 +107,7 @@ struct Bench: ParsableCommand {
                 guard let line = try client.nextLine(timeout: 30) else { throw BenchError("host events missing") }
                 if line.firstRange(of: marker) != nil { changed += 1 }
             }
-            rounds.append(now() - change)
+            rounds.append(ReachdConnection.monotonicSeconds() - change)
         }
         rounds.sort()
         print("hosts: subscribe to \(hosts) names \(ms(subscribeTime)) ms; one route change re-judges all \(hosts) (event at the client): median \(ms(percentile(rounds, 0.5))) ms, max \(ms(rounds.last ?? 0)) ms")
@@ -115,9 +115,9 @@ struct Bench: ParsableCommand {
         if let reachctl {
             var times: [Double] = []
             for i in 0..<20 {
-                let begin = now()
+                let begin = ReachdConnection.monotonicSeconds()
                 try run(reachctl, ["status", "--host", names[i % names.count], "--socket", socketPath], okStatuses: [0, 1])
-                times.append(now() - begin)
+                times.append(ReachdConnection.monotonicSeconds() - begin)
             }
             times.sort()
             print("reachctl status --host (/etc/hosts name, 20 runs): median \(ms(percentile(times, 0.5))) ms, max \(ms(times.last ?? 0)) ms")
@@ -159,9 +159,9 @@ struct Bench: ParsableCommand {
     private func awaitLine(on fds: [Int32]) throws {
         var pending = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = now() + 30
+        let deadline = ReachdConnection.monotonicSeconds() + 30
         while !pending.isEmpty {
-            guard now() < deadline else { throw BenchError("\(pending.count) subscribers got no event within 30 s") }
+            guard ReachdConnection.monotonicSeconds() < deadline else { throw BenchError("\(pending.count) subscribers got no event within 30 s") }
             let ready = poll(&pending, nfds_t(pending.count), 1000)
             guard ready > 0 else { continue }
             var still: [pollfd] = []
@@ -273,12 +273,6 @@ final class LinkFlapper {
         let rc = rtnl_link_change(socket, original, change, 0)
         guard rc == 0 else { throw BenchError("rtnl_link_change: \(String(cString: nl_geterror(rc)))") }
     }
-}
-
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 func percentile(_ sorted: [Double], _ p: Double) -> Double {
