@@ -36,7 +36,7 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Unix socket path. Default: /run/reachd/reachd.sock as root, else $XDG_RUNTIME_DIR/reachd.sock.")
     var socket: String?
 
-    @Option(help: "Configuration file (TOML) with interface rules; see docs/configuration.md.")
+    @Option(help: "Configuration file (TOML): interface rules, unmetered destinations, host refresh, connectivity check; see docs/configuration.md.")
     var config: String?
 
     @Option(help: "Where sysfs is mounted, for interface classification.")
