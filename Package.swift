@@ -8,12 +8,16 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
+        .executable(name: "reachd-transfers", targets: ["reachd-transfers"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
     ],
     targets: [
         // libnl-route-3 through pkg-config; only ReachdNetlink imports it.
@@ -39,8 +43,26 @@ let package = Package(
             name: "ReachdNetlink",
             dependencies: ["CNetlink", "ReachdModel", .product(name: "Logging", package: "swift-log")]
         ),
+        // Transfer jobs: states, gating, resume and retry decisions, queue order. Pure.
+        .target(name: "ReachdTransferModel", dependencies: ["ReachdModel"]),
         // Wire protocol: line framing, request parsing, response encoding. Pure.
-        .target(name: "ReachdProtocol", dependencies: ["ReachdModel"]),
+        .target(name: "ReachdProtocol", dependencies: ["ReachdModel", "ReachdTransferModel"]),
+        // File operations with a client's credentials (per-thread setfsuid/setfsgid/setgroups).
+        .target(name: "CReachdFiles"),
+        // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server.
+        .target(
+            name: "ReachdTransfers",
+            dependencies: [
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon",
+                "CReachdFiles",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Daemon services: verdict hub, Unix-socket server, watcher service.
         .target(
             name: "ReachdDaemon",
@@ -54,7 +76,7 @@ let package = Package(
             ]
         ),
         // Blocking Unix-socket client used by reachctl and the library.
-        .target(name: "ReachdClient", dependencies: ["ReachdProtocol"]),
+        .target(name: "ReachdClient", dependencies: ["ReachdProtocol", "ReachdTransferModel"]),
         // Public Swift library for apps.
         .target(
             name: "Reachability",
@@ -74,9 +96,29 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "reachd-transfers",
+            dependencies: [
+                "ReachdTransfers", "ReachdDaemon", "ReachdConfig",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // HTTP file server with fault injection, for the transfer tests and the benchmark.
+        .executableTarget(
+            name: "reachd-testserver",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
             name: "reachctl",
             dependencies: [
-                "ReachdClient", "ReachdProtocol", "ReachdModel",
+                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -90,7 +132,8 @@ let package = Package(
         ),
         .testTarget(name: "ReachdModelTests", dependencies: ["ReachdModel"]),
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
-        .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel"]),
+        .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
+        .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
         .testTarget(
             name: "ReachdDaemonTests",
             dependencies: [
@@ -102,7 +145,7 @@ let package = Package(
         .testTarget(name: "ReachdNetlinkTests", dependencies: ["ReachdNetlink", "ReachdModel"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "Reachability"]
+            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "Reachability"]
         ),
     ]
 )

@@ -15,6 +15,10 @@ public struct Configuration: Hashable, Sendable {
     public var connectivityCheck: ConnectivityCheck?
     /// How often watched host names are resolved again, in seconds (0: only after network changes).
     public var hostRefreshSeconds: Double = 300
+    /// `[downloads] metered_threshold`: transfers above this many bytes (or of unknown size) wait for an unmetered route.
+    public var meteredThreshold: Int64 = 10 * 1024 * 1024
+    /// `[downloads] concurrency`: transfers running at once.
+    public var transferConcurrency = 2
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -31,7 +35,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
@@ -74,6 +78,24 @@ extension Configuration {
                 throw ConfigurationError("hosts: unknown key \"\(key)\" (known: refresh_seconds)")
             }
             hostRefreshSeconds = try Self.seconds(section["refresh_seconds"], name: "hosts: refresh_seconds", default: hostRefreshSeconds, minimum: 0)
+        }
+        if let value = table["downloads"] {
+            guard let section = value.table else { throw ConfigurationError("\"downloads\" must be a table: write [downloads]") }
+            for key in section.keys where key != "metered_threshold" && key != "concurrency" {
+                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: concurrency, metered_threshold)")
+            }
+            if let threshold = section["metered_threshold"] {
+                guard let bytes = threshold.integer, bytes >= 0 else {
+                    throw ConfigurationError("downloads: \"metered_threshold\" must be a number of bytes (0 or more)")
+                }
+                meteredThreshold = bytes
+            }
+            if let concurrency = section["concurrency"] {
+                guard let count = concurrency.integer, (1...64).contains(count) else {
+                    throw ConfigurationError("downloads: \"concurrency\" must be 1 to 64")
+                }
+                transferConcurrency = Int(count)
+            }
         }
         if let value = table["connectivity"] {
             guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }

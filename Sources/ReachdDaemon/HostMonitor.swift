@@ -33,7 +33,7 @@ public final class HostMonitor: Sendable {
 
     /// `refreshSeconds`: how often watched names are resolved again (getaddrinfo tells no TTL); 0 = only
     /// after network changes.
-    init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger) throws {
+    package init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger) throws {
         self.judge = judge
         self.refreshSeconds = refreshSeconds
         self.resolver = resolver
@@ -42,19 +42,19 @@ public final class HostMonitor: Sendable {
     }
 
     /// Where changes of watched hosts go (the socket server's fan-out), a batch at a time.
-    func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
+    package func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
         state.withLock { $0.observer = observer }
     }
 
     /// The current verdict for `host`, resolving it if needed.
-    func verdict(for host: String) async -> StampedVerdict {
+    package func verdict(for host: String) async -> StampedVerdict {
         let verdict = evaluateAndPublish(host, resolution: await resolution(of: host))
         state.withLock { Self.trimCache(&$0) }
         return verdict
     }
 
     /// Starts watching `hosts` (counted per caller) and returns their current verdicts.
-    func watch(_ hosts: [String]) async -> [StampedVerdict] {
+    package func watch(_ hosts: [String]) async -> [StampedVerdict] {
         state.withLock { state in
             for host in hosts { state.entries[host, default: Entry()].watchers += 1 }
             if state.refresher == nil, refreshSeconds > 0 {
@@ -67,7 +67,7 @@ public final class HostMonitor: Sendable {
     }
 
     /// Stops one caller's watch of `hosts`.
-    func unwatch(_ hosts: [String]) {
+    package func unwatch(_ hosts: [String]) {
         state.withLock { state in
             for host in hosts { state.entries[host]?.watchers -= 1 }
             Self.trimCache(&state)
@@ -100,7 +100,7 @@ public final class HostMonitor: Sendable {
         }
     }
 
-    func stop() {
+    package func stop() {
         state.withLock { state in
             state.refresher?.cancel()
             state.refresher = nil
@@ -109,7 +109,7 @@ public final class HostMonitor: Sendable {
 
     /// The network changed: re-judge every watched host from the kernel's routes; after a change of the
     /// internet verdict the names are resolved again too (another network may answer differently).
-    func networkChanged(_ snapshot: NetworkSnapshot, internetChanged: Bool) {
+    package func networkChanged(_ snapshot: NetworkSnapshot, internetChanged: Bool) {
         let watched = state.withLock { state -> [(String, Resolution?)] in
             state.snapshot = snapshot
             if internetChanged {

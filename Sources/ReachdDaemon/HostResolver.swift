@@ -3,15 +3,15 @@ import ReachdModel
 import ReachdNetlink
 
 /// Runs `SystemResolver` (getaddrinfo) on a small thread pool, so the event loops never block on DNS.
-final class HostResolver: Sendable {
+package final class HostResolver: Sendable {
     private let pool: NIOThreadPool
 
-    init(threads: Int = 2) {
+    package init(threads: Int = 2) {
         pool = NIOThreadPool(numberOfThreads: threads)
         pool.start()
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         try? await pool.shutdownGracefully()
     }
 

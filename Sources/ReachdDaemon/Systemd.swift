@@ -9,10 +9,10 @@ import Glibc
 /// What systemd hands a service and wants to hear from it: readiness, status lines, watchdog pings
 /// (`sd_notify(3)`) and sockets passed by socket activation (`sd_listen_fds(3)`). Outside systemd every
 /// call is a no-op.
-enum Systemd {
+package enum Systemd {
     /// The listening socket systemd passed (`reachd.socket`), if exactly one Unix stream socket was passed
     /// to this process. The descriptor is taken over (LISTEN_* are unset).
-    static func activatedSocket() throws -> Int32? {
+    package static func activatedSocket() throws -> Int32? {
         let count = sd_listen_fds(1)
         guard count > 0 else { return nil }
         let fd = SD_LISTEN_FDS_START
@@ -23,22 +23,22 @@ enum Systemd {
     }
 
     /// `READY=1` with a status line.
-    static func ready(status: String) {
+    package static func ready(status: String) {
         notify("READY=1\nSTATUS=\(status)")
     }
 
     /// A `STATUS=` line, shown by `systemctl status`.
-    static func status(_ text: String) {
+    package static func status(_ text: String) {
         notify("STATUS=\(text)")
     }
 
-    static func stopping() {
+    package static func stopping() {
         notify("STOPPING=1")
     }
 
     /// When the unit has `WatchdogSec=`, pings the watchdog from `loop` at half the interval, so a stuck
     /// event loop gets the daemon restarted. Without a watchdog nothing is scheduled.
-    static func startWatchdog(on loop: any EventLoop, logger: Logger) -> RepeatedTask? {
+    package static func startWatchdog(on loop: any EventLoop, logger: Logger) -> RepeatedTask? {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
         let interval = TimeAmount.microseconds(Int64(usec / 2))

@@ -95,3 +95,10 @@ extension StampedVerdict: Decodable {
         )
     }
 }
+
+extension Timestamp: Encodable {
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

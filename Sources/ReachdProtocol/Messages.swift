@@ -85,6 +85,18 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case unknownOp = "unknown_op"
         /// The line exceeded the length limit.
         case lineTooLong = "line_too_long"
+        /// No job with that id (or not one of the caller's).
+        case notFound = "not_found"
+        /// The caller's uid may not do this (create that output file, act on another user's job).
+        case permissionDenied = "permission_denied"
+        /// The URL cannot be downloaded (scheme, host, syntax).
+        case invalidURL = "invalid_url"
+        /// The output path is not usable.
+        case invalidOutput = "invalid_output"
+        /// The job's state does not allow the operation (e.g. resume a completed job).
+        case conflict = "conflict"
+        /// The daemon could not do it (store unwritable, disk full); the message says what failed.
+        case internalError = "internal"
     }
 
     public var code: Code

@@ -1,0 +1,199 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ReachdTransferModel
+
+/// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).
+public struct TransferRequest: Hashable, Sendable {
+    public enum Operation: String, Hashable, Sendable, CaseIterable {
+        case add, list, show, pause, resume, cancel, watch, ping
+    }
+
+    public var op: Operation
+    public var id: RequestID?
+    /// The job acted on (`show`, `pause`, `resume`, `cancel`; optional for `watch`).
+    public var job: String?
+    /// What to download (`add`).
+    public var download: DownloadSpec?
+
+    public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil) {
+        self.op = op
+        self.id = id
+        self.job = job
+        self.download = download
+    }
+
+    /// The request as one line: compact JSON and `\n`.
+    public func encodedLine() -> [UInt8] { encodeJSONLine(self) }
+}
+
+extension TransferRequest: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case op, id, job, url, output, allowMetered, priority, sha256
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(op.rawValue, forKey: .op)
+        try c.encodeIfPresent(id, forKey: .id)
+        try c.encodeIfPresent(job, forKey: .job)
+        if let download {
+            try c.encode(download.url, forKey: .url)
+            try c.encode(download.output, forKey: .output)
+            try c.encode(download.allowMetered, forKey: .allowMetered)
+            try c.encode(download.priority, forKey: .priority)
+            try c.encodeIfPresent(download.sha256, forKey: .sha256)
+        }
+    }
+}
+
+/// Parses one transfer request line; every refusal names the field at fault.
+public enum TransferRequestParser {
+    public static func parse(_ line: [UInt8]) -> Result<TransferRequest, ProtocolError> {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
+            return .failure(ProtocolError(.badJSON, "the line is not valid JSON"))
+        }
+        guard case .object(let fields) = value else {
+            return .failure(ProtocolError(.badRequest, "a request must be a JSON object"))
+        }
+        var id: RequestID?
+        switch fields["id"] {
+        case nil, .null?: id = nil
+        case .string(let s)?: id = .string(s)
+        case .number(let n)? where n == n.rounded() && abs(n) < 9.0e15: id = .number(Int64(n))
+        default: return .failure(ProtocolError(.badRequest, "\"id\" must be an integer or a string"))
+        }
+        func bad(_ message: String) -> Result<TransferRequest, ProtocolError> { .failure(ProtocolError(.badRequest, message, id: id)) }
+        guard case .string(let opName)? = fields["op"] else { return bad("a request needs \"op\" as a string") }
+        guard let op = TransferRequest.Operation(rawValue: opName) else {
+            let known = TransferRequest.Operation.allCases.map(\.rawValue).joined(separator: ", ")
+            return .failure(ProtocolError(.unknownOp, "unknown op \"\(opName)\"; known: \(known)", id: id))
+        }
+        var request = TransferRequest(op: op, id: id)
+        switch fields["job"] {
+        case nil, .null?: break
+        case .string(let job)? where job.count <= 64 && !job.isEmpty && job.allSatisfy({ $0.isHexDigit }): request.job = job
+        default: return bad("\"job\" must be a job id (hex digits)")
+        }
+        switch op {
+        case .show, .pause, .resume, .cancel:
+            guard request.job != nil else { return bad("\(op.rawValue) needs \"job\"") }
+        case .add:
+            guard case .string(let url)? = fields["url"] else { return bad("add needs \"url\" as a string") }
+            guard case .string(let output)? = fields["output"] else { return bad("add needs \"output\" as a string (an absolute path)") }
+            var spec = DownloadSpec(url: url, output: output)
+            switch fields["allowMetered"] {
+            case nil, .null?: break
+            case .bool(let allow)?: spec.allowMetered = allow
+            default: return bad("\"allowMetered\" must be true or false")
+            }
+            switch fields["priority"] {
+            case nil, .null?: break
+            case .string(let name)?:
+                guard let priority = Priority(rawValue: name) else { return bad("\"priority\" must be low, normal or high") }
+                spec.priority = priority
+            default: return bad("\"priority\" must be low, normal or high")
+            }
+            switch fields["sha256"] {
+            case nil, .null?: break
+            case .string(let hex)? where hex.count == 64 && hex.allSatisfy({ $0.isHexDigit }): spec.sha256 = hex.lowercased()
+            default: return bad("\"sha256\" must be 64 hex digits")
+            }
+            request.download = spec
+        case .list, .watch, .ping: break
+        }
+        return .success(request)
+    }
+}
+
+/// A message from the transfer service: one JSON object per line, with `version` and `type`.
+public enum TransferReply: Sendable, Hashable {
+    /// Answer to add, show, pause, resume, cancel: the job after the operation.
+    case job(id: RequestID?, job: Job)
+    /// Answer to list and watch: the caller's jobs (root: all); `watch` is followed by `event` lines.
+    case jobs(id: RequestID?, jobs: [Job])
+    /// A job changed (state, progress at most a few times a second), to watchers.
+    case event(job: Job)
+    case pong(id: RequestID?)
+    case error(ProtocolError)
+
+    public var type: String {
+        switch self {
+        case .job: "job"
+        case .jobs: "jobs"
+        case .event: "event"
+        case .pong: "pong"
+        case .error: "error"
+        }
+    }
+
+    /// The reply as one line: compact JSON (keys sorted) and `\n`.
+    public func encodedLine() -> [UInt8] { encodeJSONLine(self) }
+
+    /// Decodes one line from the service.
+    public static func decode(line: [UInt8]) throws -> TransferReply {
+        try JSONDecoder().decode(TransferReply.self, from: Data(line))
+    }
+}
+
+extension TransferReply: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case version, type, id, job, jobs, error
+    }
+
+    private struct ErrorBody: Codable {
+        var code: ProtocolError.Code
+        var message: String
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(protocolVersion, forKey: .version)
+        try c.encode(type, forKey: .type)
+        switch self {
+        case .job(let id, let job):
+            try c.encodeIfPresent(id, forKey: .id)
+            try c.encode(job, forKey: .job)
+        case .jobs(let id, let jobs):
+            try c.encodeIfPresent(id, forKey: .id)
+            try c.encode(jobs, forKey: .jobs)
+        case .event(let job):
+            try c.encode(job, forKey: .job)
+        case .pong(let id):
+            try c.encodeIfPresent(id, forKey: .id)
+        case .error(let error):
+            try c.encodeIfPresent(error.id, forKey: .id)
+            try c.encode(ErrorBody(code: error.code, message: error.message), forKey: .error)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try c.decode(Int.self, forKey: .version)
+        guard version == protocolVersion else {
+            throw DecodingError.dataCorruptedError(forKey: .version, in: c, debugDescription: "unsupported protocol version \(version)")
+        }
+        let id = try c.decodeIfPresent(RequestID.self, forKey: .id)
+        switch try c.decode(String.self, forKey: .type) {
+        case "job": self = .job(id: id, job: try c.decode(Job.self, forKey: .job))
+        case "jobs": self = .jobs(id: id, jobs: try c.decode([Job].self, forKey: .jobs))
+        case "event": self = .event(job: try c.decode(Job.self, forKey: .job))
+        case "pong": self = .pong(id: id)
+        case "error":
+            let body = try c.decode(ErrorBody.self, forKey: .error)
+            self = .error(ProtocolError(body.code, body.message, id: id))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown message type \(other)")
+        }
+    }
+}
+
+extension Job {
+    /// The job as one compact JSON object (keys sorted), as on the wire.
+    public var json: String { String(decoding: encodeJSONLine(self).dropLast(), as: UTF8.self) }
+}
+
+/// `[Job]` as one compact JSON array.
+public func jobsJSON(_ jobs: [Job]) -> String { String(decoding: encodeJSONLine(jobs).dropLast(), as: UTF8.self) }

@@ -1,0 +1,205 @@
+import ReachdModel
+
+/// Where a transfer job is in its life. Terminal states are `completed`, `failed` and `cancelled`.
+public enum JobState: String, Hashable, Sendable, Codable, CaseIterable {
+    /// Allowed to run, waiting for a free slot.
+    case queued
+    /// Held back by the network (metered or unreachable route) or waiting for a retry; `reason` says which.
+    case deferred
+    case running
+    /// Paused by its owner; only `resume` moves it on.
+    case paused
+    case completed
+    case failed
+    case cancelled
+
+    public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+}
+
+/// Scheduling priority: higher runs first, FIFO within one priority.
+public enum Priority: String, Hashable, Sendable, Codable, CaseIterable, Comparable {
+    case low, normal, high
+
+    private var rank: Int {
+        switch self {
+        case .low: 0
+        case .normal: 1
+        case .high: 2
+        }
+    }
+
+    public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// The local user a job belongs to: files are created with these credentials.
+public struct Owner: Hashable, Sendable, Codable {
+    public var uid: UInt32
+    public var gid: UInt32
+    /// Supplementary groups.
+    public var groups: [UInt32]
+
+    public init(uid: UInt32, gid: UInt32, groups: [UInt32] = []) {
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+    }
+
+    /// Root sees and controls every job; everyone else only their own.
+    public func mayControl(_ job: Job) -> Bool { uid == 0 || uid == job.owner.uid }
+}
+
+/// What a client asks for when it adds a download.
+public struct DownloadSpec: Hashable, Sendable, Codable {
+    public var url: String
+    /// Absolute path of the finished file.
+    public var output: String
+    public var allowMetered: Bool
+    public var priority: Priority
+    /// Expected SHA-256 of the whole file, lowercase hex.
+    public var sha256: String?
+
+    public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil) {
+        self.url = url
+        self.output = output
+        self.allowMetered = allowMetered
+        self.priority = priority
+        self.sha256 = sha256
+    }
+}
+
+/// Validators of the version of the file a partial download holds (RFC 9110 §8.8).
+public struct Validators: Hashable, Sendable, Codable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// A strong ETag (`"…"`, not `W/"…"`) can guard a range request.
+    public var strongETag: String? {
+        guard let etag, etag.hasPrefix("\""), etag.count >= 2 else { return nil }
+        return etag
+    }
+
+    /// The `If-Range` value: the strong ETag, else Last-Modified, else nil (no safe resume).
+    public var ifRange: String? { strongETag ?? lastModified }
+}
+
+/// A download job as stored, scheduled and shown to clients.
+public struct Job: Hashable, Sendable {
+    public var id: String
+    /// Insertion order: FIFO within a priority.
+    public var sequence: Int64
+    public var url: String
+    public var output: String
+    public var state: JobState
+    public var priority: Priority
+    public var allowMetered: Bool
+    public var sha256: String?
+    public var owner: Owner
+    /// Bytes of the file on disk (partial while running).
+    public var bytesReceived: Int64
+    /// Size of the whole file, nil while unknown.
+    public var bytesTotal: Int64?
+    /// Why the job is deferred, paused or failed, naming what would unblock it.
+    public var reason: String?
+    /// Validators of the version the partial file holds.
+    public var validators: Validators
+    /// Failed attempts since the last progress (drives the backoff).
+    public var attempts: Int
+    /// When a deferred retry may run again.
+    public var retryAt: Timestamp?
+    public var created: Timestamp
+    public var updated: Timestamp
+
+    public init(id: String, sequence: Int64, spec: DownloadSpec, owner: Owner, created: Timestamp) {
+        self.id = id
+        self.sequence = sequence
+        self.url = spec.url
+        self.output = spec.output
+        self.state = .queued
+        self.priority = spec.priority
+        self.allowMetered = spec.allowMetered
+        self.sha256 = spec.sha256
+        self.owner = owner
+        self.bytesReceived = 0
+        self.bytesTotal = nil
+        self.reason = nil
+        self.validators = Validators()
+        self.attempts = 0
+        self.retryAt = nil
+        self.created = created
+        self.updated = created
+    }
+
+    /// The partial file: next to the output (same file system, so the final rename is atomic), hidden, named by job.
+    public var partialPath: String {
+        let slash = output.lastIndex(of: "/")!
+        let directory = output[..<slash]
+        let name = output[output.index(after: slash)...]
+        return "\(directory)/.\(name).\(id).part"
+    }
+
+    /// A fresh random job id: 16 lowercase hex digits.
+    public static func newID<G: RandomNumberGenerator>(using generator: inout G) -> String {
+        let value = UInt64.random(in: .min ... .max, using: &generator)
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// The job as clients see it (docs/transfers.md): unknown values are `null`, the owner is its uid.
+extension Job: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
+        case etag, lastModified, attempts, retryAt, created, updated
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encode(url, forKey: .url)
+        try c.encode(output, forKey: .output)
+        try c.encode(state, forKey: .state)
+        try c.encode(priority, forKey: .priority)
+        try c.encode(allowMetered, forKey: .allowMetered)
+        try c.encode(sha256, forKey: .sha256)
+        try c.encode(owner.uid, forKey: .uid)
+        try c.encode(bytesReceived, forKey: .bytesReceived)
+        try c.encode(bytesTotal, forKey: .bytesTotal)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(validators.etag, forKey: .etag)
+        try c.encode(validators.lastModified, forKey: .lastModified)
+        try c.encode(attempts, forKey: .attempts)
+        try c.encode(retryAt, forKey: .retryAt)
+        try c.encode(created, forKey: .created)
+        try c.encode(updated, forKey: .updated)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        sequence = try c.decode(Int64.self, forKey: .sequence)
+        url = try c.decode(String.self, forKey: .url)
+        output = try c.decode(String.self, forKey: .output)
+        state = try c.decode(JobState.self, forKey: .state)
+        priority = try c.decode(Priority.self, forKey: .priority)
+        allowMetered = try c.decode(Bool.self, forKey: .allowMetered)
+        sha256 = try c.decodeIfPresent(String.self, forKey: .sha256)
+        owner = Owner(uid: try c.decode(UInt32.self, forKey: .uid), gid: 0)
+        bytesReceived = try c.decode(Int64.self, forKey: .bytesReceived)
+        bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal)
+        reason = try c.decodeIfPresent(String.self, forKey: .reason)
+        validators = Validators(
+            etag: try c.decodeIfPresent(String.self, forKey: .etag),
+            lastModified: try c.decodeIfPresent(String.self, forKey: .lastModified)
+        )
+        attempts = try c.decode(Int.self, forKey: .attempts)
+        retryAt = try c.decodeIfPresent(Timestamp.self, forKey: .retryAt)
+        created = try c.decode(Timestamp.self, forKey: .created)
+        updated = try c.decode(Timestamp.self, forKey: .updated)
+    }
+}

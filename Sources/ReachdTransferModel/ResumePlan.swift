@@ -1,0 +1,111 @@
+/// How to ask for the rest of a file, and what the server's answer means for the partial file
+/// (RFC 9110 §14: Range, If-Range, 206, 416). Pure: the fetcher does the I/O.
+public enum ResumePlan {
+    /// Headers of the GET for a partial file of `offset` bytes holding the version `validators`.
+    /// Without a validator a resume could splice two versions of the file, so it restarts from 0.
+    public static func request(offset: Int64, validators: Validators) -> Request {
+        guard offset > 0, let ifRange = validators.ifRange else { return Request(offset: 0, headers: []) }
+        return Request(offset: offset, headers: [("Range", "bytes=\(offset)-"), ("If-Range", ifRange)])
+    }
+
+    public struct Request: Sendable {
+        /// Where the body will be written in the partial file (0: truncate first).
+        public var offset: Int64
+        public var headers: [(String, String)]
+    }
+
+    /// The response head, as far as resuming cares.
+    public struct Response: Hashable, Sendable {
+        public var status: Int
+        public var contentLength: Int64?
+        public var contentRange: String?
+        public var retryAfter: String?
+        public var validators: Validators
+
+        public init(status: Int, contentLength: Int64? = nil, contentRange: String? = nil, retryAfter: String? = nil,
+                    validators: Validators = Validators()) {
+            self.status = status
+            self.contentLength = contentLength
+            self.contentRange = contentRange
+            self.retryAfter = retryAfter
+            self.validators = validators
+        }
+    }
+
+    public enum Action: Hashable, Sendable {
+        /// Write the body at `offset` (0 means the partial file is truncated first); `total` is the whole size if known.
+        case write(offset: Int64, total: Int64?, validators: Validators)
+        /// The partial file already holds the whole file (416 with `*/size` equal to it).
+        case complete
+        /// Drop the partial file and ask again from byte 0.
+        case restart(reason: String)
+        /// Try again later (5xx, 429); `retryAfter` is the server's header, if any.
+        case retry(reason: String, retryAfter: String?)
+        /// Give up: the reason names the status.
+        case fail(reason: String)
+    }
+
+    /// What to do with `response` to a request made by `request(offset:validators:)` at `offset`.
+    public static func interpret(_ response: Response, offset: Int64) -> Action {
+        switch response.status {
+        case 200:
+            // A full body: the first request, or the server ignored the range / the file changed (If-Range).
+            return .write(offset: 0, total: response.contentLength, validators: response.validators)
+        case 206:
+            guard offset > 0, let range = response.contentRange.flatMap(ContentRange.init) else {
+                return .restart(reason: "server sent 206 without a usable Content-Range")
+            }
+            guard range.first == offset else {
+                return .restart(reason: "server resumed at byte \(range.first.map(String.init) ?? "?") instead of \(offset)")
+            }
+            // A 206 carries no validators of its own when the server omits them; keep the partial's.
+            let validators = response.validators.etag == nil && response.validators.lastModified == nil ? nil : response.validators
+            return .write(offset: offset, total: range.total, validators: validators ?? Validators())
+        case 416:
+            if let range = response.contentRange.flatMap(ContentRange.init), range.first == nil, let total = range.total, total == offset {
+                return .complete
+            }
+            return .restart(reason: "server refused the range (416) for a partial file of \(offset) bytes")
+        case 408, 425, 429, 500...599:
+            return .retry(reason: "server answered \(response.status)", retryAfter: response.retryAfter)
+        case 300...399:
+            return .fail(reason: "failed: server answered \(response.status) (too many redirects or no Location)")
+        default:
+            return .fail(reason: "failed: server answered \(response.status)")
+        }
+    }
+}
+
+/// `Content-Range: bytes FIRST-LAST/TOTAL` or `bytes */TOTAL`.
+public struct ContentRange: Hashable, Sendable {
+    /// nil in `*/TOTAL` (the unsatisfied-range form).
+    public var first: Int64?
+    public var last: Int64?
+    /// nil when the server wrote `*` for an unknown size.
+    public var total: Int64?
+
+    public init?(_ text: String) {
+        let trimmed = text.drop { $0 == " " }
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6).drop { $0 == " " }
+        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        let range = spec[..<slash], size = spec[spec.index(after: slash)...]
+        if size == "*" {
+            total = nil
+        } else {
+            guard let value = Int64(size), value >= 0 else { return nil }
+            total = value
+        }
+        if range == "*" {
+            guard total != nil else { return nil }
+            first = nil
+            last = nil
+        } else {
+            let parts = range.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, let a = Int64(parts[0]), let b = Int64(parts[1]), a >= 0, a <= b else { return nil }
+            if let total, b >= total { return nil }
+            first = a
+            last = b
+        }
+    }
+}

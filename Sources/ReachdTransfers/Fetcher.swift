@@ -1,0 +1,214 @@
+import AsyncHTTPClient
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How one HTTP attempt of a job ended.
+enum FetchOutcome: Sendable {
+    /// The partial file holds the whole file (`total` bytes), flushed to disk.
+    case complete(total: Int64)
+    /// Try again later; `retryAfter` in seconds when the server said.
+    case retry(reason: String, retryAfter: Double?)
+    /// The partial file was dropped: ask again from byte 0.
+    case restart(reason: String)
+    case failed(reason: String)
+    /// The size the server announced is not allowed on the current route; the partial file is kept.
+    case notAllowed(total: Int64?)
+    /// Stopped by the scheduler (pause, metered switch, cancel); what was received is on disk.
+    case stopped
+}
+
+/// What the fetcher tells the scheduler while it works.
+protocol FetchObserver: Sendable {
+    /// May a transfer of `total` bytes (nil: unknown) run on the job's current route?
+    func allows(jobID: String, total: Int64?) async -> Bool
+    /// The response head was accepted: the partial file now holds `offset` bytes of the version `validators`.
+    func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) async
+    /// `bytes` of the file are on disk.
+    func progress(jobID: String, bytes: Int64) async
+}
+
+/// One attempt at a job over HTTP with async-http-client: Range/If-Range resume, the body streamed
+/// to the partial file with backpressure (written in ~1 MiB batches on a file thread), lengths checked.
+final class Fetcher: Sendable {
+    private let client: HTTPClient
+    private let fileThreads: NIOThreadPool
+    private let logger: Logger
+    static let writeBatchBytes = 1 << 20
+
+    init(logger: Logger) {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: 5, allowCycles: false),
+            timeout: .init(connect: .seconds(10), read: .seconds(30)),
+            decompression: .disabled
+        )
+        configuration.httpVersion = .http1Only
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        fileThreads = NIOThreadPool(numberOfThreads: 2)
+        fileThreads.start()
+        self.logger = logger
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+        try? await fileThreads.shutdownGracefully()
+    }
+
+    /// The size from a HEAD request, nil when the server does not say (or the request fails).
+    func size(of url: String) async -> Int64? {
+        var request = HTTPClientRequest(url: url)
+        request.method = .HEAD
+        request.headers.add(name: "Accept-Encoding", value: "identity")
+        guard let response = try? await client.execute(request, timeout: .seconds(30)), response.status == .ok else { return nil }
+        return response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+    }
+
+    /// Fetches the rest of `job` into its partial file `fd` (which holds `offset` bytes of `job.validators`' version).
+    func fetch(_ job: Job, fd: Int32, offset: Int64, observer: some FetchObserver) async -> FetchOutcome {
+        let plan = ResumePlan.request(offset: offset, validators: job.validators)
+        var request = HTTPClientRequest(url: job.url)
+        request.headers.add(name: "Accept-Encoding", value: "identity")
+        request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
+        for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: .distantFuture)
+        } catch {
+            return Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)
+        }
+        let head = ResumePlan.Response(
+            status: Int(response.status.code),
+            contentLength: response.headers.first(name: "Content-Length").flatMap { Int64($0) },
+            contentRange: response.headers.first(name: "Content-Range"),
+            retryAfter: response.headers.first(name: "Retry-After"),
+            validators: Validators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+        )
+        switch ResumePlan.interpret(head, offset: plan.offset) {
+        case .complete:
+            return await sync(fd) ?? .complete(total: plan.offset)
+        case .restart(let reason):
+            return await truncate(fd) ?? .restart(reason: reason)
+        case .retry(let reason, let retryAfter):
+            let seconds = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
+            return .retry(reason: reason, retryAfter: seconds)
+        case .fail(let reason):
+            return .failed(reason: reason)
+        case .write(let start, let total, let validators):
+            if start != offset || plan.offset != offset {
+                // A full body: the server ignored the range or the file changed. Start over, and ask the
+                // gate again: a restart is a new transfer of the whole size.
+                logger.info("job \(job.id): full body instead of a resume at \(offset)", metadata: ["status": "\(head.status)"])
+                guard await observer.allows(jobID: job.id, total: total) else { return .notAllowed(total: total) }
+                if let failure = await truncate(fd) { return failure }
+            } else if plan.offset == 0, !(await observer.allows(jobID: job.id, total: total)) {
+                return .notAllowed(total: total)
+            }
+            await observer.started(jobID: job.id, offset: start, total: total, validators: validators)
+            return await receive(response.body, into: fd, at: start, total: total, jobID: job.id, observer: observer)
+        }
+    }
+
+    /// Streams the body to the file; stops (after writing what arrived) when the task is cancelled.
+    private func receive(_ body: HTTPClientResponse.Body, into fd: Int32, at start: Int64, total: Int64?,
+                         jobID: String, observer: some FetchObserver) async -> FetchOutcome {
+        var position = start
+        var batch: [ByteBuffer] = []
+        var batchBytes = 0
+        func flush() async -> FetchOutcome? {
+            guard batchBytes > 0 else { return nil }
+            let buffers = batch, at = position
+            batch.removeAll(keepingCapacity: true)
+            do {
+                try await fileThreads.runIfActive { try Self.write(buffers, to: fd, at: at) }
+            } catch let error as FileError {
+                return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
+            } catch {
+                return .failed(reason: "failed: writing the partial file: \(error)")
+            }
+            position += Int64(batchBytes)
+            batchBytes = 0
+            await observer.progress(jobID: jobID, bytes: position)
+            return nil
+        }
+        var streamError: (any Error)?
+        do {
+            for try await chunk in body {
+                batch.append(chunk)
+                batchBytes += chunk.readableBytes
+                if let total, position + Int64(batchBytes) > total {
+                    return .restart(reason: "server sent more than the \(total) bytes it announced")
+                }
+                if batchBytes >= Self.writeBatchBytes, let failure = await flush() { return failure }
+                if Task.isCancelled { break }
+            }
+        } catch {
+            streamError = error
+        }
+        if let failure = await flush() { return failure }
+        if Task.isCancelled { return .stopped }
+        if let streamError {
+            return .retry(reason: "connection lost after \(position) bytes: \(Self.describe(streamError))", retryAfter: nil)
+        }
+        if let total, position != total {
+            return .retry(reason: "connection closed after \(position) of \(total) bytes", retryAfter: nil)
+        }
+        return await sync(fd) ?? .complete(total: position)
+    }
+
+    private static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64) throws {
+        var at = offset
+        for buffer in buffers {
+            try buffer.withUnsafeReadableBytes { bytes in
+                var done = 0
+                while done < bytes.count {
+                    let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done))
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw FileError("writing the partial file")
+                    }
+                    done += n
+                }
+            }
+            at += Int64(buffer.readableBytes)
+        }
+    }
+
+    private func sync(_ fd: Int32) async -> FetchOutcome? {
+        do {
+            try await fileThreads.runIfActive { guard fsync(fd) == 0 else { throw FileError("flushing the partial file") } }
+            return nil
+        } catch {
+            return .failed(reason: "failed: \(error)")
+        }
+    }
+
+    private func truncate(_ fd: Int32) async -> FetchOutcome? {
+        do {
+            try await fileThreads.runIfActive { guard ftruncate(fd, 0) == 0 else { throw FileError("truncating the partial file") } }
+            return nil
+        } catch {
+            return .failed(reason: "failed: \(error)")
+        }
+    }
+
+    /// SHA-256 of a file, read on a file thread.
+    func sha256(ofFileAt path: String, as owner: Owner, files: UserFiles) async throws -> String {
+        let fd = try await files.run(as: owner) {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw FileError("cannot read \(path)") }
+            return fd
+        }
+        defer { close(fd) }
+        return try await fileThreads.runIfActive { try FileDigest.sha256(fd: fd) }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError { return "\(error)" }
+        return String(describing: error)
+    }
+}

@@ -1,0 +1,100 @@
+import GRDB
+import ReachdModel
+import ReachdTransferModel
+
+/// The persistent job table: SQLite through GRDB, in the state directory. Survives restarts and kill -9
+/// (SQLite's journal); progress is written at checkpoints, the partial file's size is the truth on restart.
+public final class JobStore: Sendable {
+    private let database: DatabaseQueue
+
+    /// Opens (creating and migrating) `jobs.sqlite` in `directory`.
+    public init(directory: String) throws {
+        var configuration = Configuration()
+        configuration.label = "reachd-transfers.jobs"
+        configuration.busyMode = .timeout(5)
+        database = try DatabaseQueue(path: directory + "/jobs.sqlite", configuration: configuration)
+        try Self.migrator.migrate(database)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: download jobs") { db in
+            try db.create(table: "job") { t in
+                t.primaryKey("id", .text)
+                t.column("sequence", .integer).notNull().unique()
+                t.column("url", .text).notNull()
+                t.column("output", .text).notNull()
+                t.column("state", .text).notNull()
+                t.column("priority", .text).notNull()
+                t.column("allowMetered", .boolean).notNull()
+                t.column("sha256", .text)
+                t.column("uid", .integer).notNull()
+                t.column("gid", .integer).notNull()
+                t.column("groups", .text).notNull()
+                t.column("bytesReceived", .integer).notNull()
+                t.column("bytesTotal", .integer)
+                t.column("reason", .text)
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("attempts", .integer).notNull()
+                t.column("retryAt", .integer)
+                t.column("created", .integer).notNull()
+                t.column("updated", .integer).notNull()
+            }
+        }
+        return migrator
+    }
+
+    /// Every job, oldest first.
+    public func all() throws -> [Job] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM job ORDER BY sequence").map(Self.job)
+        }
+    }
+
+    /// The next insertion sequence number.
+    public func nextSequence() throws -> Int64 {
+        try database.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM job") ?? 1 }
+    }
+
+    /// Inserts or replaces the job's row.
+    public func save(_ job: Job) throws {
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
+                      bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
+                    job.sha256, Int64(job.owner.uid), Int64(job.owner.gid), job.owner.groups.map(String.init).joined(separator: ","),
+                    job.bytesReceived, job.bytesTotal, job.reason, job.validators.etag, job.validators.lastModified,
+                    job.attempts, job.retryAt?.microseconds, job.created.microseconds, job.updated.microseconds,
+                ]
+            )
+        }
+    }
+
+    private static func job(_ row: Row) throws -> Job {
+        let groups: String = row["groups"]
+        let owner = Owner(
+            uid: UInt32(row["uid"] as Int64), gid: UInt32(row["gid"] as Int64),
+            groups: groups.split(separator: ",").compactMap { UInt32($0) }
+        )
+        let spec = DownloadSpec(
+            url: row["url"], output: row["output"], allowMetered: row["allowMetered"],
+            priority: Priority(rawValue: row["priority"]) ?? .normal, sha256: row["sha256"]
+        )
+        var job = Job(id: row["id"], sequence: row["sequence"], spec: spec, owner: owner, created: Timestamp(microseconds: row["created"]))
+        job.state = JobState(rawValue: row["state"]) ?? .queued
+        job.bytesReceived = row["bytesReceived"]
+        job.bytesTotal = row["bytesTotal"]
+        job.reason = row["reason"]
+        job.validators = Validators(etag: row["etag"], lastModified: row["lastModified"])
+        job.attempts = row["attempts"]
+        job.retryAt = (row["retryAt"] as Int64?).map(Timestamp.init(microseconds:))
+        job.updated = Timestamp(microseconds: row["updated"])
+        return job
+    }
+}

@@ -1,0 +1,490 @@
+import Logging
+import ReachdDaemon
+import ReachdModel
+import ReachdProtocol
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The job queue: admits jobs, gates each by the verdict for its own host, runs up to `concurrency` at once
+/// in priority order, stops running ones when their route turns metered, retries with backoff, persists
+/// every state change and progress checkpoint, and tells watchers.
+actor TransferScheduler: FetchObserver {
+    struct Settings: Sendable {
+        var concurrency = 2
+        var gate = TransferGate()
+        var retry = RetryPolicy()
+        var checkpoint = ProgressCheckpoint()
+        /// Progress events to watchers at most this often per job.
+        var eventIntervalSeconds = 0.25
+    }
+
+    /// Why the scheduler stopped a running transfer; applied when its task ends.
+    private enum StopIntent {
+        case pause, cancel
+        case deferral(String)
+    }
+
+    private struct Watcher {
+        var owner: Owner
+        var job: String?
+        var send: @Sendable (Job) -> Void
+    }
+
+    private let store: JobStore
+    private let files: UserFiles
+    private let fetcher: Fetcher
+    private let hosts: HostMonitor
+    private let settings: Settings
+    private let logger: Logger
+
+    private var jobs: [String: Job] = [:]
+    private var running: [String: Task<Void, Never>] = [:]
+    private var stopIntents: [String: StopIntent] = [:]
+    private var probing: Set<String> = []
+    private var sizeChecked: Set<String> = []
+    private var watchedHost: [String: String] = [:]
+    private var verdicts: [String: StampedVerdict] = [:]
+    private var lastCheckpoint: [String: (bytes: Int64, seconds: Double)] = [:]
+    private var lastEvent: [String: Double] = [:]
+    private var progressedThisAttempt: Set<String> = []
+    private var watchers: [Int: Watcher] = [:]
+    private var nextWatcher = 0
+    private var nextSequence: Int64 = 1
+    private var retryTimer: Task<Void, Never>?
+
+    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, settings: Settings, logger: Logger) {
+        self.store = store
+        self.files = files
+        self.fetcher = fetcher
+        self.hosts = hosts
+        self.settings = settings
+        self.logger = logger
+    }
+
+    // MARK: Start and network
+
+    /// Loads the stored jobs; interrupted ones resume from their partial files.
+    func load() async throws {
+        let stored = try store.all()
+        nextSequence = (stored.map(\.sequence).max() ?? 0) + 1
+        for var job in stored {
+            if !job.state.isTerminal {
+                if job.state == .running { job.state = .queued }
+                job.bytesReceived = await files.partialSize(of: job)
+                if job.bytesReceived == 0 { job.validators = Validators() }
+            }
+            jobs[job.id] = job
+        }
+        logger.info("loaded \(stored.count) jobs, \(jobs.values.filter { !$0.state.isTerminal }.count) unfinished")
+        for job in jobs.values where !job.state.isTerminal { watchHost(of: job) }
+        reschedule()
+    }
+
+    /// New verdicts for watched hosts (events may arrive out of order: the newer sequence wins).
+    func hostVerdictsChanged(_ changed: [StampedVerdict]) {
+        var any = false
+        for stamped in changed {
+            let host = stamped.verdict.target
+            if let known = verdicts[host], known.sequence >= stamped.sequence { continue }
+            verdicts[host] = stamped
+            any = true
+        }
+        if any { reschedule() }
+    }
+
+    private func watchHost(of job: Job) {
+        guard watchedHost[job.id] == nil, let host = try? TransferURL(job.url).host else { return }
+        watchedHost[job.id] = host
+        Task {
+            let current = await hosts.watch([host])
+            self.hostVerdictsChanged(current)
+        }
+    }
+
+    private func unwatchHost(of id: String) {
+        if let host = watchedHost.removeValue(forKey: id) { hosts.unwatch([host]) }
+    }
+
+    // MARK: Client operations
+
+    func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
+        do {
+            _ = try TransferURL(spec.url)
+        } catch {
+            throw ProtocolError(.invalidURL, error.description)
+        }
+        do {
+            try OutputPath.validate(spec.output)
+        } catch {
+            throw ProtocolError(.invalidOutput, error.description)
+        }
+        guard files.canServe(owner) else {
+            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
+        }
+        if let clash = jobs.values.first(where: { !$0.state.isTerminal && $0.output == spec.output }) {
+            throw ProtocolError(.conflict, "job \(clash.id) is already downloading to \(spec.output)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        let job = Job(id: Job.newID(using: &generator), sequence: nextSequence, spec: spec, owner: owner, created: .now())
+        nextSequence += 1
+        do {
+            try await files.createPartial(for: job)
+        } catch let error as FileError {
+            throw ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)")
+        } catch {
+            throw ProtocolError(.internalError, "\(error)")
+        }
+        do {
+            try store.save(job)
+        } catch {
+            await files.removePartial(of: job)
+            throw ProtocolError(.internalError, "the job store could not be written: \(error)")
+        }
+        jobs[job.id] = job
+        logger.info("job \(job.id) added", metadata: ["url": "\(job.url)", "output": "\(job.output)", "uid": "\(owner.uid)"])
+        notify(job)
+        watchHost(of: job)
+        reschedule()
+        return jobs[job.id] ?? job
+    }
+
+    func list(owner: Owner) -> [Job] {
+        jobs.values.filter { owner.mayControl($0) }.sorted { $0.sequence < $1.sequence }
+    }
+
+    func show(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
+        guard let job = jobs[id], owner.mayControl(job) else { throw ProtocolError(.notFound, "no job \(id)") }
+        return job
+    }
+
+    func pause(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
+        var job = try show(id, owner: owner)
+        guard !job.state.isTerminal else { throw ProtocolError(.conflict, "job \(id) is \(job.state.rawValue)") }
+        job.state = .paused
+        job.reason = "paused by its owner; reachctl download resume \(id) continues it"
+        if let task = running[id] {
+            stopIntents[id] = .pause
+            task.cancel()
+        }
+        update(job)
+        return job
+    }
+
+    func resume(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
+        var job = try show(id, owner: owner)
+        switch job.state {
+        case .completed, .cancelled: throw ProtocolError(.conflict, "job \(id) is \(job.state.rawValue)")
+        case .running, .queued: return job
+        case .paused, .deferred, .failed:
+            job.state = .queued
+            job.reason = nil
+            job.attempts = 0
+            job.retryAt = nil
+            update(job)
+            watchHost(of: job)
+            reschedule()
+            return jobs[id] ?? job
+        }
+    }
+
+    func cancel(_ id: String, owner: Owner) async throws(ProtocolError) -> Job {
+        var job = try show(id, owner: owner)
+        guard !job.state.isTerminal else { throw ProtocolError(.conflict, "job \(id) is already \(job.state.rawValue)") }
+        job.state = .cancelled
+        job.reason = "cancelled by its owner"
+        update(job)
+        unwatchHost(of: id)
+        if let task = running[id] {
+            stopIntents[id] = .cancel
+            task.cancel()
+        } else {
+            await files.removePartial(of: job)
+        }
+        return job
+    }
+
+    /// Registers a watcher of the owner's jobs (or one job); returns its token and the jobs it sees now.
+    func addWatcher(owner: Owner, job: String?, send: @escaping @Sendable (Job) -> Void) throws(ProtocolError) -> (Int, [Job]) {
+        if let job { _ = try show(job, owner: owner) }
+        nextWatcher += 1
+        watchers[nextWatcher] = Watcher(owner: owner, job: job, send: send)
+        let current = list(owner: owner).filter { job == nil || $0.id == job }
+        return (nextWatcher, current)
+    }
+
+    func removeWatcher(_ token: Int) { watchers[token] = nil }
+
+    // MARK: Scheduling
+
+    private func decision(for job: Job, size: Int64?, sizeChecked: Bool) -> TransferGate.Decision {
+        let host = watchedHost[job.id] ?? ((try? TransferURL(job.url).host) ?? "?")
+        return settings.gate.decide(host: host, verdict: verdicts[host]?.verdict, size: size,
+                                    sizeChecked: sizeChecked, allowMetered: job.allowMetered)
+    }
+
+    /// Re-decides every unfinished job: queue or defer waiting ones, stop running ones whose route no
+    /// longer allows them, start queued ones in order up to the limit.
+    private func reschedule() {
+        let now = Timestamp.now()
+        for var job in jobs.values where !job.state.isTerminal && job.state != .paused && running[job.id] == nil {
+            if let retryAt = job.retryAt, retryAt > now {
+                job.state = .deferred
+                update(job)
+                continue
+            }
+            job.retryAt = nil
+            switch decision(for: job, size: job.bytesTotal, sizeChecked: sizeChecked.contains(job.id) || job.bytesTotal != nil) {
+            case .run:
+                job.state = .queued
+                job.reason = nil
+            case .wait(let reason):
+                job.state = .deferred
+                job.reason = reason
+            case .needSize:
+                job.state = .deferred
+                job.reason = "deferred: the route is metered; asking the server for the size"
+                probeSize(of: job)
+            }
+            update(job)
+        }
+        for (id, task) in running where stopIntents[id] == nil {
+            guard let job = jobs[id] else { continue }
+            if case .wait(let reason) = decision(for: job, size: job.bytesTotal, sizeChecked: true) {
+                logger.info("job \(id): stopping, \(reason)")
+                stopIntents[id] = .deferral(reason)
+                task.cancel()
+            }
+        }
+        for id in JobQueue.toStart(jobs.values, running: running.count, limit: settings.concurrency) {
+            start(id)
+        }
+        armRetryTimer()
+    }
+
+    private func probeSize(of job: Job) {
+        guard !probing.contains(job.id) else { return }
+        probing.insert(job.id)
+        Task {
+            let size = await fetcher.size(of: job.url)
+            self.sizeProbed(job.id, size: size)
+        }
+    }
+
+    private func sizeProbed(_ id: String, size: Int64?) {
+        probing.remove(id)
+        sizeChecked.insert(id)
+        if var job = jobs[id], job.bytesTotal == nil, let size {
+            job.bytesTotal = size
+            update(job)
+        }
+        reschedule()
+    }
+
+    private func armRetryTimer() {
+        retryTimer?.cancel()
+        retryTimer = nil
+        let waiting = jobs.values.filter { !$0.state.isTerminal && $0.state != .paused }.compactMap(\.retryAt)
+        guard let next = waiting.min() else { return }
+        let delay = max(0, Double(next.microseconds - Timestamp.now().microseconds) / 1e6) + 0.01
+        retryTimer = Task {
+            try? await Task.sleep(for: .seconds(delay))
+            guard !Task.isCancelled else { return }
+            self.reschedule()
+        }
+    }
+
+    private func start(_ id: String) {
+        guard var job = jobs[id] else { return }
+        job.state = .running
+        job.reason = nil
+        update(job)
+        progressedThisAttempt.remove(id)
+        lastCheckpoint[id] = (job.bytesReceived, Self.monotonicSeconds())
+        running[id] = Task { await self.attempt(id) }
+    }
+
+    private func attempt(_ id: String) async {
+        guard let job = jobs[id] else { return }
+        let fd: Int32
+        do {
+            fd = try await files.openPartial(for: job)
+        } catch {
+            return await finish(id, .failed(reason: "failed: \(error)"))
+        }
+        var info = stat()
+        let offset = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
+        let outcome = await fetcher.fetch(job, fd: fd, offset: offset, observer: self)
+        close(fd)
+        await finish(id, outcome)
+    }
+
+    private func finish(_ id: String, _ outcome: FetchOutcome) async {
+        let intent = stopIntents.removeValue(forKey: id)
+        guard var job = jobs[id] else { running[id] = nil; return }
+        if case .cancel = intent {
+            await files.removePartial(of: job)
+            running[id] = nil
+            return reschedule()
+        }
+        if case .complete(let total) = outcome {
+            await complete(&job, total: total)
+        } else if let intent {
+            job.bytesReceived = await files.partialSize(of: job)
+            switch intent {
+            case .pause: job.state = .paused
+            case .deferral(let reason):
+                job.state = .deferred
+                job.reason = reason
+            case .cancel: break
+            }
+        } else {
+            await apply(outcome, to: &job)
+        }
+        running[id] = nil
+        update(job)
+        if job.state.isTerminal { unwatchHost(of: id) }
+        reschedule()
+    }
+
+    private func complete(_ job: inout Job, total: Int64) async {
+        job.bytesReceived = total
+        job.bytesTotal = total
+        if let expected = job.sha256 {
+            do {
+                let actual = try await fetcher.sha256(ofFileAt: job.partialPath, as: job.owner, files: files)
+                guard actual == expected else {
+                    job.state = .failed
+                    job.reason = "failed: SHA-256 mismatch: expected \(expected), got \(actual); the download was discarded"
+                    await files.removePartial(of: job)
+                    return
+                }
+            } catch {
+                job.state = .failed
+                job.reason = "failed: \(error)"
+                return
+            }
+        }
+        do {
+            try await files.moveIntoPlace(job)
+            job.state = .completed
+            job.reason = nil
+            logger.info("job \(job.id) completed", metadata: ["bytes": "\(total)", "output": "\(job.output)"])
+        } catch {
+            job.state = .failed
+            job.reason = "failed: \(error)"
+            await files.removePartial(of: job)
+        }
+    }
+
+    private func apply(_ outcome: FetchOutcome, to job: inout Job) async {
+        job.bytesReceived = await files.partialSize(of: job)
+        if progressedThisAttempt.contains(job.id) { job.attempts = 0 }
+        switch outcome {
+        case .complete, .stopped:
+            job.state = .queued
+        case .notAllowed(let total):
+            job.bytesTotal = total
+            sizeChecked.insert(job.id)
+            job.state = .deferred
+        case .restart(let reason):
+            logger.info("job \(job.id): starting over: \(reason)")
+            job.validators = Validators()
+            job.bytesReceived = 0
+            job.attempts += 1
+            if job.attempts >= settings.retry.maximumAttempts {
+                job.state = .failed
+                job.reason = "failed after \(job.attempts) attempts: \(reason)"
+            } else {
+                job.state = .queued
+            }
+        case .retry(let reason, let retryAfter):
+            job.attempts += 1
+            if let delay = settings.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter, jitter: Double.random(in: 0...1)) {
+                job.state = .deferred
+                job.retryAt = Timestamp(microseconds: Timestamp.now().microseconds + Int64(delay * 1e6))
+                job.reason = "deferred: attempt \(job.attempts) failed (\(reason)); retrying in \(Int(delay.rounded(.up))) s"
+                logger.info("job \(job.id): \(reason); retry in \(delay) s")
+            } else {
+                job.state = .failed
+                job.reason = "failed after \(job.attempts) attempts: \(reason)"
+            }
+        case .failed(let reason):
+            job.state = .failed
+            job.reason = reason
+            await files.removePartial(of: job)
+        }
+    }
+
+    // MARK: FetchObserver
+
+    func allows(jobID: String, total: Int64?) -> Bool {
+        guard let job = jobs[jobID], stopIntents[jobID] == nil else { return false }
+        if case .run = decision(for: job, size: total, sizeChecked: true) { return true }
+        return false
+    }
+
+    func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) {
+        guard var job = jobs[jobID] else { return }
+        job.bytesReceived = offset
+        job.bytesTotal = total
+        job.validators = validators
+        update(job)
+    }
+
+    func progress(jobID: String, bytes: Int64) {
+        guard var job = jobs[jobID] else { return }
+        progressedThisAttempt.insert(jobID)
+        job.bytesReceived = bytes
+        let now = Self.monotonicSeconds()
+        let last = lastCheckpoint[jobID] ?? (0, 0)
+        if settings.checkpoint.isDue(bytesSince: bytes - last.bytes, secondsSince: now - last.seconds) {
+            lastCheckpoint[jobID] = (bytes, now)
+            update(job)
+        } else {
+            jobs[jobID] = job
+            if now - (lastEvent[jobID] ?? 0) >= settings.eventIntervalSeconds { notify(job) }
+        }
+    }
+
+    // MARK: Bookkeeping
+
+    /// Records a changed job: stored, then told to watchers.
+    private func update(_ job: Job) {
+        guard jobs[job.id] != job else { return }
+        var changed = job
+        changed.updated = .now()
+        jobs[job.id] = changed
+        do {
+            try store.save(changed)
+        } catch {
+            logger.error("job \(job.id): the job store could not be written: \(error)")
+        }
+        notify(changed)
+    }
+
+    private func notify(_ job: Job) {
+        lastEvent[job.id] = Self.monotonicSeconds()
+        for watcher in watchers.values where watcher.owner.mayControl(job) && (watcher.job == nil || watcher.job == job.id) {
+            watcher.send(job)
+        }
+    }
+
+    static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Stops every transfer (their partial files stay for the next start).
+    func stopAll() async {
+        retryTimer?.cancel()
+        let tasks = Array(running.values)
+        for (id, task) in running {
+            stopIntents[id] = .deferral("deferred: reachd-transfers stopped")
+            task.cancel()
+        }
+        for task in tasks { await task.value }
+    }
+}

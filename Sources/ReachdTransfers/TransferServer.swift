@@ -1,0 +1,209 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ReachdProtocol
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The transfer service's Unix socket: line-delimited JSON (docs/transfers.md). Each connection's
+/// requests run in order; the caller's identity is the socket's peer credentials.
+final class TransferServer: Sendable {
+    private let channel: any Channel
+    private let path: String?
+    private let logger: Logger
+
+    init(endpoint: Endpoint, scheduler: TransferScheduler, logger: Logger) async throws {
+        self.logger = logger
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 128 * 1024, high: 1024 * 1024))
+            .childChannelInitializer { child in
+                guard let provider = child as? SocketOptionProvider else {
+                    return child.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
+                }
+                let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
+                return credentials.flatMapThrowing { peer in
+                    let owner = Self.owner(uid: peer.uid, gid: peer.gid)
+                    try child.pipeline.syncOperations.addHandler(TransferConnection(owner: owner, scheduler: scheduler, logger: logger))
+                }
+            }
+        switch endpoint {
+        case .path(let path):
+            try PathSocket.prepare(path)
+            channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            chmod(path, 0o666)
+            self.path = path
+            logger.info("listening on \(path)")
+        case .activated(let fd):
+            channel = try await bootstrap.withBoundSocket(fd).get()
+            path = nil
+            logger.info("listening on the socket systemd passed (fd \(fd))")
+        }
+    }
+
+    enum Endpoint: Sendable {
+        case path(String)
+        case activated(fd: Int32)
+    }
+
+    func shutdown() async {
+        try? await channel.close()
+        if let path { unlink(path) }
+    }
+
+    /// The peer's uid, gid and the user's supplementary groups from the user database.
+    static func owner(uid: uid_t, gid: gid_t) -> Owner {
+        var groups: [UInt32] = [gid]
+        if let entry = getpwuid(uid) {
+            var count: Int32 = 64
+            var list = [gid_t](repeating: 0, count: Int(count))
+            if getgrouplist(entry.pointee.pw_name, gid, &list, &count) >= 0 {
+                groups = Array(list.prefix(Int(count)))
+            }
+        }
+        return Owner(uid: uid, gid: gid, groups: groups)
+    }
+}
+
+/// `struct ucred` of SO_PEERCRED (Glibc hides it behind _GNU_SOURCE): three 32-bit fields.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}
+
+/// Binding a path: a stale socket file is replaced, a live one (another daemon) is refused.
+enum PathSocket {
+    static func prepare(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw FileError("\(path) exists and is not a socket", errno: EEXIST) }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            _ = path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected != 0 else { throw FileError("another reachd-transfers is listening on \(path)", errno: EADDRINUSE) }
+        unlink(path)
+    }
+}
+
+/// One client: frames lines, hands requests to a per-connection task that answers them in order.
+final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var framer = LineFramer(maximumLineLength: maximumRequestLineLength)
+    private let owner: Owner
+    private let scheduler: TransferScheduler
+    private let logger: Logger
+    private var requests: AsyncStream<Result<TransferRequest, ProtocolError>>.Continuation?
+
+    init(owner: Owner, scheduler: TransferScheduler, logger: Logger) {
+        self.owner = owner
+        self.scheduler = scheduler
+        self.logger = logger
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let (stream, continuation) = AsyncStream<Result<TransferRequest, ProtocolError>>.makeStream()
+        requests = continuation
+        let channel = context.channel
+        let session = TransferSession(owner: owner, scheduler: scheduler, channel: channel)
+        Task {
+            for await request in stream { await session.handle(request) }
+            await session.close()
+        }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        for frame in framer.append(unwrapInboundIn(data).readableBytesView) {
+            switch frame {
+            case .oversized:
+                requests?.yield(.failure(ProtocolError(.lineTooLong, "request lines are limited to \(maximumRequestLineLength) bytes")))
+            case .line(let line):
+                guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
+                requests?.yield(TransferRequestParser.parse(line))
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        requests?.finish()
+        requests = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Answers one connection's requests in order; a `watch` keeps sending events until the client leaves.
+actor TransferSession {
+    private let owner: Owner
+    private let scheduler: TransferScheduler
+    private let channel: any Channel
+    private var watcher: Int?
+
+    init(owner: Owner, scheduler: TransferScheduler, channel: any Channel) {
+        self.owner = owner
+        self.scheduler = scheduler
+        self.channel = channel
+    }
+
+    func handle(_ parsed: Result<TransferRequest, ProtocolError>) async {
+        switch parsed {
+        case .failure(let error): send(.error(error))
+        case .success(let request):
+            do {
+                send(try await answer(request))
+            } catch {
+                var error = error
+                error.id = request.id
+                send(.error(error))
+            }
+        }
+    }
+
+    private func answer(_ request: TransferRequest) async throws(ProtocolError) -> TransferReply {
+        switch request.op {
+        case .ping: return .pong(id: request.id)
+        case .add: return .job(id: request.id, job: try await scheduler.add(request.download!, owner: owner))
+        case .list: return .jobs(id: request.id, jobs: await scheduler.list(owner: owner))
+        case .show: return .job(id: request.id, job: try await scheduler.show(request.job!, owner: owner))
+        case .pause: return .job(id: request.id, job: try await scheduler.pause(request.job!, owner: owner))
+        case .resume: return .job(id: request.id, job: try await scheduler.resume(request.job!, owner: owner))
+        case .cancel: return .job(id: request.id, job: try await scheduler.cancel(request.job!, owner: owner))
+        case .watch:
+            if let watcher { await scheduler.removeWatcher(watcher) }
+            let channel = self.channel
+            let (token, jobs) = try await scheduler.addWatcher(owner: owner, job: request.job) { job in
+                // A watcher that does not read is dropped rather than buffered without bound.
+                guard channel.isWritable else { return channel.close(promise: nil) }
+                Self.write(.event(job: job), to: channel)
+            }
+            watcher = token
+            return .jobs(id: request.id, jobs: jobs)
+        }
+    }
+
+    func close() async {
+        if let watcher { await scheduler.removeWatcher(watcher) }
+        watcher = nil
+    }
+
+    private func send(_ reply: TransferReply) { Self.write(reply, to: channel) }
+
+    private static func write(_ reply: TransferReply, to channel: any Channel) {
+        channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil)
+    }
+}

@@ -1,0 +1,83 @@
+import Logging
+import NIOPosix
+import ReachdConfig
+import ReachdDaemon
+import ReachdModel
+import ReachdNetlink
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything `reachd-transfers` needs to start.
+public struct TransferServiceOptions: Sendable {
+    public var socketPath: String
+    public var stateDirectory: String
+    public var configuration: Configuration
+    public var watcher: NetlinkWatcher.Options
+
+    public init(socketPath: String, stateDirectory: String, configuration: Configuration, watcher: NetlinkWatcher.Options = .init()) {
+        self.socketPath = socketPath
+        self.stateDirectory = stateDirectory
+        self.configuration = configuration
+        self.watcher = watcher
+    }
+}
+
+/// The transfer service: its own view of the network (the netlink watcher and per-host verdicts reachd
+/// uses, from the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
+public enum TransferService {
+    public static func run(options: TransferServiceOptions, logger: Logger) async throws {
+        try makeDirectory(options.stateDirectory)
+        let store = try JobStore(directory: options.stateDirectory)
+        let files = try UserFiles()
+        let fetcher = Fetcher(logger: logger)
+        let hub = VerdictHub(engine: InternetVerdict(classifier: options.configuration.classifier))
+        let resolver = HostResolver()
+        let hosts = try HostMonitor(
+            judge: options.configuration.hostJudge, refreshSeconds: options.configuration.hostRefreshSeconds,
+            resolver: resolver, logger: logger
+        )
+        var settings = TransferScheduler.Settings()
+        settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
+        settings.concurrency = options.configuration.transferConcurrency
+        let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, logger: logger)
+        hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
+        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
+        try watcher.start { snapshot in
+            let published = hub.update(snapshot: snapshot)
+            hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
+        }
+        try await scheduler.load()
+        let endpoint: TransferServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
+        let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, logger: logger)
+        Systemd.ready(status: "serving transfers")
+        let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            ShutdownSignals.onSignal { signal in
+                logger.info("signal \(signal): shutting down")
+                Systemd.stopping()
+                done.resume()
+            }
+        }
+        watchdog?.cancel()
+        await server.shutdown()
+        await scheduler.stopAll()
+        watcher.stop()
+        hosts.stop()
+        await resolver.shutdown()
+        await fetcher.shutdown()
+        await files.shutdown()
+        logger.info("stopped")
+    }
+
+    /// The state directory, created 0700 (job table and nothing else; partial files live next to outputs).
+    private static func makeDirectory(_ path: String) throws {
+        var components: [Substring] = []
+        for component in path.split(separator: "/") {
+            components.append(component)
+            let prefix = "/" + components.joined(separator: "/")
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw FileError("cannot create the state directory \(prefix)") }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import CReachdFiles
+import NIOPosix
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file operation failed; `description` is shown to the client or in the job's reason.
+public struct FileError: Error, CustomStringConvertible, Sendable {
+    public var errno: Int32
+    public var description: String
+
+    init(_ what: String, errno: Int32 = Glibc.errno) {
+        self.errno = errno
+        self.description = "\(what): \(String(cString: strerror(errno)))"
+    }
+
+    var isPermission: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
+    var isDiskFull: Bool { errno == ENOSPC || errno == EDQUOT }
+}
+
+/// Creates, opens, renames and removes job files *as the job's owner*: on one thread whose file-system
+/// identity is switched to the owner's uid, gid and groups for each operation, so the kernel decides
+/// (permissions, ACLs, read-only mounts) exactly as for the user. A daemon not running as root serves
+/// its own uid only.
+public final class UserFiles: Sendable {
+    private let pool: NIOThreadPool
+    private let switchesIdentity: Bool
+
+    public init() throws {
+        switchesIdentity = geteuid() == 0
+        if switchesIdentity, reachd_files_init() != 0 { throw FileError("reading the process's groups") }
+        pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+    }
+
+    public func shutdown() async { try? await pool.shutdownGracefully() }
+
+    /// Whether this daemon can act for `owner` at all.
+    public func canServe(_ owner: Owner) -> Bool { switchesIdentity || owner.uid == geteuid() }
+
+    /// Runs `body` on the identity thread as `owner`.
+    func run<T: Sendable>(as owner: Owner, _ body: @Sendable @escaping () throws -> T) async throws -> T {
+        let switches = switchesIdentity
+        return try await pool.runIfActive {
+            if switches {
+                let status = owner.groups.withUnsafeBufferPointer { reachd_thread_assume(owner.uid, owner.gid, $0.baseAddress, $0.count) }
+                guard status == 0 else { throw FileError("switching to uid \(owner.uid)") }
+            }
+            defer { if switches { reachd_thread_restore() } }
+            return try body()
+        }
+    }
+
+    /// Checks that the owner may create `job.output`, by creating its (empty) partial file next to it.
+    func createPartial(for job: Job) async throws {
+        try await run(as: job.owner) {
+            var info = stat()
+            if stat(job.output, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+                throw FileError("\(job.output) is a directory", errno: EISDIR)
+            }
+            let fd = open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileError("cannot create \(job.partialPath) as uid \(job.owner.uid)") }
+            close(fd)
+        }
+    }
+
+    /// Opens the partial file for writing (creating it if it went missing); the caller closes the descriptor.
+    func openPartial(for job: Job) async throws -> Int32 {
+        try await run(as: job.owner) {
+            let fd = open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileError("cannot open \(job.partialPath) as uid \(job.owner.uid)") }
+            return fd
+        }
+    }
+
+    /// Size of the partial file, 0 when it is missing.
+    func partialSize(of job: Job) async -> Int64 {
+        (try? await run(as: job.owner) {
+            var info = stat()
+            return stat(job.partialPath, &info) == 0 ? Int64(info.st_size) : 0
+        }) ?? 0
+    }
+
+    /// Moves the finished partial file over the output in one step, then makes the rename durable.
+    func moveIntoPlace(_ job: Job) async throws {
+        try await run(as: job.owner) {
+            guard rename(job.partialPath, job.output) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
+            let directory = String(job.output[..<job.output.lastIndex(of: "/")!])
+            let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if fd >= 0 {
+                fsync(fd)
+                close(fd)
+            }
+        }
+    }
+
+    /// Removes the partial file (cancelled or failed job); a missing file is fine.
+    func removePartial(of job: Job) async {
+        _ = try? await run(as: job.owner) { unlink(job.partialPath) }
+    }
+}

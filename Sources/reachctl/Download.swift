@@ -1,0 +1,272 @@
+import ArgumentParser
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options of every `download` subcommand.
+struct TransferOptions: ParsableArguments {
+    @Option(help: "reachd-transfers' socket. Default: $REACHD_TRANSFERS_SOCKET, else /run/reachd/transfers.sock if present, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
+    var transfersSocket: String?
+
+    func connect() -> TransferClient {
+        var environment: [String: String] = [:]
+        for key in ["REACHD_TRANSFERS_SOCKET", "XDG_RUNTIME_DIR"] {
+            if let value = getenv(key) { environment[key] = String(cString: value) }
+        }
+        guard let path = TransferSocketPath.clientPath(explicit: transfersSocket, uid: getuid(), environment: environment, exists: { access($0, F_OK) == 0 }) else {
+            fail("no socket path: pass --transfers-socket PATH, or set REACHD_TRANSFERS_SOCKET or XDG_RUNTIME_DIR")
+        }
+        do {
+            return try TransferClient(path: path)
+        } catch {
+            fail("\(error)".replacingReachd)
+        }
+    }
+}
+
+extension String {
+    /// Client errors name "reachd"; here the peer is reachd-transfers.
+    var replacingReachd: String {
+        var text = self
+        for phrase in ["to reachd at", "(is reachd running?)", "reachd refused", "reachd closed", "from reachd"] {
+            let fixed = phrase.replacing("reachd", with: "reachd-transfers", maxReplacements: 1)
+            text = text.replacing(phrase, with: fixed)
+        }
+        return text
+    }
+}
+
+/// Runs one request, failing with exit status 2 and the service's message when it is refused.
+func transferCall<T>(_ body: () throws(ClientError) -> T) -> T {
+    do {
+        return try body()
+    } catch {
+        fail("\(error)".replacingReachd)
+    }
+}
+
+/// `123.4 MiB`
+func byteCount(_ bytes: Int64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes), unit = 0
+    while value >= 1024 && unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    return unit == 0 ? "\(bytes) B" : formatted(value, digits: 1) + " " + units[unit]
+}
+
+func formatted(_ value: Double, digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let rounded = (value * scale).rounded() / scale
+    let whole = Int64(rounded)
+    guard digits > 0 else { return String(whole) }
+    let fraction = Int64(((rounded - Double(whole)) * scale).rounded())
+    let text = String(fraction)
+    return "\(whole)." + String(repeating: "0", count: max(0, digits - text.count)) + text
+}
+
+/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)`
+func humanLine(_ job: Job) -> String {
+    let total = job.bytesTotal.map(byteCount) ?? "?"
+    let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesReceived) * 100 / Double($0)))%" : nil } ?? ""
+    let reason = job.reason.map { "  (\($0))" } ?? ""
+    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)"
+}
+
+extension Reachctl {
+    struct Download: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Queue downloads that wait for an unmetered route (served by reachd-transfers).",
+            discussion: "Exit status: 0 done, 1 failed/cancelled/timed out (wait), 2 error.",
+            subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Cancel.self, WaitJob.self]
+        )
+    }
+}
+
+extension Reachctl.Download {
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Queue a download; prints the job id.")
+
+        @OptionGroup var transfers: TransferOptions
+        @Argument(help: "http:// or https:// URL.") var url: String
+        @Option(help: "Where the finished file goes (relative paths are taken from the current directory).") var output: String
+        @Flag(help: "Run even when the route to the server is metered.") var allowMetered = false
+        @Option(help: "low, normal or high.") var priority: String = "normal"
+        @Option(help: "Expected SHA-256 (hex) of the whole file; a mismatch fails the job.") var sha256: String?
+        @Flag(help: "Print {\"id\": …} and the job as JSON.") var json = false
+
+        func validate() throws {
+            guard Priority(rawValue: priority) != nil else { throw ValidationError("--priority must be low, normal or high") }
+            if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
+                throw ValidationError("--sha256 must be 64 hex digits")
+            }
+        }
+
+        func run() throws {
+            var path = output
+            if !path.hasPrefix("/") {
+                guard let cwd = getcwd(nil, 0) else { fail("cannot read the current directory") }
+                path = String(cString: cwd) + "/" + path
+                free(cwd)
+            }
+            let spec = DownloadSpec(url: url, output: path, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
+                                    sha256: sha256?.lowercased())
+            let client = transfers.connect()
+            let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
+            printLine(json ? job.json : job.id)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List your jobs (root: everyone's).")
+
+        @OptionGroup var transfers: TransferOptions
+        @Flag(help: "Print a JSON array.") var json = false
+
+        func run() throws {
+            let client = transfers.connect()
+            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .list)) }
+            if json { return printLine(jobsJSON(jobs)) }
+            for job in jobs { printLine(humanLine(job)) }
+        }
+    }
+
+    /// show, pause, resume, cancel: one job id, one job printed.
+    struct JobArguments: ParsableArguments {
+        @OptionGroup var transfers: TransferOptions
+        @Argument(help: "Job id.") var id: String
+        @Flag(help: "Print the job as JSON.") var json = false
+
+        func perform(_ op: TransferRequest.Operation) {
+            let client = transfers.connect()
+            let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: op, job: id)) }
+            printLine(json ? job.json : humanLine(job))
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print one job.")
+        @OptionGroup var job: JobArguments
+        func run() throws { job.perform(.show) }
+    }
+
+    struct Pause: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Pause a job (its partial file is kept).")
+        @OptionGroup var job: JobArguments
+        func run() throws { job.perform(.pause) }
+    }
+
+    struct Resume: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume a paused job, retry a deferred or failed one now.")
+        @OptionGroup var job: JobArguments
+        func run() throws { job.perform(.resume) }
+    }
+
+    struct Cancel: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Cancel a job and remove its partial file.")
+        @OptionGroup var job: JobArguments
+        func run() throws { job.perform(.cancel) }
+    }
+
+    struct WaitJob: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "wait",
+            abstract: "Follow a job until it ends: a progress bar on a terminal, lines otherwise.",
+            discussion: "Exit 0 when completed, 1 when failed, cancelled or timed out, 2 on errors."
+        )
+
+        @OptionGroup var transfers: TransferOptions
+        @Argument(help: "Job id.") var id: String
+        @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
+        @Flag(help: "Print each change of the job as a JSON line.") var json = false
+
+        func run() throws {
+            if let timeout, !(timeout >= 0) { throw ValidationError("--timeout must be a number of seconds >= 0") }
+            let client = transfers.connect()
+            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
+            guard var job = jobs.first else { fail("no job \(id)") }
+            let deadline = timeout.map { ReachdConnection.monotonicSeconds() + $0 }
+            var progress = ProgressDisplay(terminal: isatty(1) == 1 && !json)
+            while true {
+                if json { printLine(job.json) } else { progress.show(job) }
+                if job.state.isTerminal { break }
+                let left = deadline.map { $0 - ReachdConnection.monotonicSeconds() }
+                if let left, left <= 0 { break }
+                guard let next = transferCall({ () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
+                job = next
+            }
+            progress.finish()
+            if job.state == .completed { return }
+            if !job.state.isTerminal {
+                writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; job \(job.id) is \(job.state.rawValue)\n")
+            } else if let reason = job.reason {
+                writeAll(2, "reachctl: job \(job.id): \(reason)\n")
+            }
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// The live progress bar (terminal) or plain lines (a line per state change, at most one a second otherwise).
+struct ProgressDisplay {
+    let terminal: Bool
+    private var lastState: JobState?
+    private var lastLine = 0.0
+    private var rateSample: (bytes: Int64, seconds: Double)?
+    private var rate = 0.0
+    private var drawn = false
+
+    init(terminal: Bool) { self.terminal = terminal }
+
+    mutating func show(_ job: Job) {
+        let now = ReachdConnection.monotonicSeconds()
+        if let sample = rateSample, now - sample.seconds >= 0.5 {
+            let instant = Double(job.bytesReceived - sample.bytes) / (now - sample.seconds)
+            rate = rate == 0 ? instant : 0.7 * rate + 0.3 * instant
+            rateSample = (job.bytesReceived, now)
+        } else if rateSample == nil || job.state != .running {
+            rateSample = (job.bytesReceived, now)
+        }
+        if job.state != .running { rate = 0 }
+        if terminal {
+            writeAll(1, "\r\u{1b}[K" + bar(job))
+            drawn = true
+            if job.state != lastState && job.state != .running, let reason = job.reason {
+                writeAll(1, "\n" + reason + "\n")
+                drawn = false
+            }
+        } else if job.state != lastState || now - lastLine >= 1 {
+            printLine(bar(job) + (job.state != .running ? job.reason.map { "  (\($0))" } ?? "" : ""))
+            lastLine = now
+        }
+        lastState = job.state
+    }
+
+    mutating func finish() {
+        if terminal && drawn { writeAll(1, "\n") }
+    }
+
+    private func bar(_ job: Job) -> String {
+        let width = 30
+        var text = "\(job.id) \(job.state.rawValue) "
+        if let total = job.bytesTotal, total > 0 {
+            let fraction = min(1, Double(job.bytesReceived) / Double(total))
+            let filled = Int(fraction * Double(width))
+            text += "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+            text += "\(Int(fraction * 100))% \(byteCount(job.bytesReceived))/\(byteCount(total))"
+            if rate > 0 {
+                let eta = Int(Double(total - job.bytesReceived) / rate)
+                text += " \(byteCount(Int64(rate)))/s ETA \(eta / 60):" + (eta % 60 < 10 ? "0" : "") + "\(eta % 60)"
+            }
+        } else {
+            text += byteCount(job.bytesReceived)
+            if rate > 0 { text += " \(byteCount(Int64(rate)))/s" }
+        }
+        return text
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Logging
+import ReachdConfig
+import ReachdDaemon
+import ReachdProtocol
+import ReachdTransfers
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+enum TransfersMain {
+    static func main() {
+        // Signals are taken by sigwait on the main thread (see ShutdownSignals); the service runs detached.
+        ShutdownSignals.block()
+        Task.detached {
+            await TransfersCommand.main()
+            exit(0)
+        }
+        ShutdownSignals.waitForever()
+    }
+}
+
+struct TransfersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reachd-transfers",
+        abstract: "reachd's transfer service: a persistent download queue gated by metered and unreachable routes.",
+        discussion: """
+            Runs in the foreground and logs to stderr; SIGTERM or SIGINT stop it (running transfers keep their \
+            partial files and resume at the next start). Clients: reachctl download …; protocol in docs/transfers.md.
+            """
+    )
+
+    @Option(help: "Unix socket path. Default: /run/reachd/transfers.sock as root, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
+    var socket: String?
+
+    @Option(help: "State directory (the job table). Default: /var/lib/reachd as root, else $XDG_STATE_HOME/reachd.")
+    var stateDir: String?
+
+    @Option(help: "Configuration file (TOML), the same as reachd's; [downloads] sets the metered threshold and concurrency.")
+    var config: String?
+
+    @Option(help: "Where sysfs is mounted, for interface classification.")
+    var sysfsRoot: String = "/sys"
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "reachd-transfers")
+        var environment: [String: String] = [:]
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "HOME"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        guard let path = socket ?? TransferSocketPath.defaultPath(uid: getuid(), environment: environment) else {
+            throw ValidationError("no socket path: pass --socket PATH or set XDG_RUNTIME_DIR")
+        }
+        guard let state = stateDir ?? TransferSocketPath.stateDirectory(uid: getuid(), environment: environment), state.hasPrefix("/") else {
+            throw ValidationError("no state directory: pass --state-dir PATH (absolute) or set XDG_STATE_HOME")
+        }
+        let configuration: Configuration
+        do {
+            configuration = try config.map(Configuration.load(path:)) ?? Configuration()
+        } catch let error as ConfigurationError {
+            logger.critical("configuration: \(error.message)")
+            throw ExitCode(2)
+        }
+        do {
+            try await TransferService.run(
+                options: TransferServiceOptions(
+                    socketPath: path, stateDirectory: state, configuration: configuration,
+                    watcher: .init(sysfsRoot: sysfsRoot)
+                ),
+                logger: logger
+            )
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+    }
+}
