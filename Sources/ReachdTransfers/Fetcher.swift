@@ -124,7 +124,7 @@ final class Fetcher: Sendable {
             let buffers = batch, at = position
             batch.removeAll(keepingCapacity: true)
             do {
-                try await fileThreads.runIfActive { try Self.write(buffers, to: fd, at: at) }
+                try await fileThreads.runUncancellable { try Self.write(buffers, to: fd, at: at) }
             } catch let error as FileError {
                 return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
             } catch {
@@ -180,7 +180,7 @@ final class Fetcher: Sendable {
 
     private func sync(_ fd: Int32) async -> FetchOutcome? {
         do {
-            try await fileThreads.runIfActive { guard fsync(fd) == 0 else { throw FileError("flushing the partial file") } }
+            try await fileThreads.runUncancellable { guard fsync(fd) == 0 else { throw FileError("flushing the partial file") } }
             return nil
         } catch {
             return .failed(reason: "failed: \(error)")
@@ -189,7 +189,7 @@ final class Fetcher: Sendable {
 
     private func truncate(_ fd: Int32) async -> FetchOutcome? {
         do {
-            try await fileThreads.runIfActive { guard ftruncate(fd, 0) == 0 else { throw FileError("truncating the partial file") } }
+            try await fileThreads.runUncancellable { guard ftruncate(fd, 0) == 0 else { throw FileError("truncating the partial file") } }
             return nil
         } catch {
             return .failed(reason: "failed: \(error)")
@@ -204,7 +204,7 @@ final class Fetcher: Sendable {
             return fd
         }
         defer { close(fd) }
-        return try await fileThreads.runIfActive { try FileDigest.sha256(fd: fd) }
+        return try await fileThreads.runUncancellable { try FileDigest.sha256(fd: fd) }
     }
 
     private static func describe(_ error: any Error) -> String {

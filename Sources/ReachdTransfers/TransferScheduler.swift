@@ -159,17 +159,19 @@ actor TransferScheduler: FetchObserver {
         return job
     }
 
-    func pause(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
+    /// Pauses a job; a running transfer is stopped (what arrived stays in the partial file) before this returns.
+    func pause(_ id: String, owner: Owner) async throws(ProtocolError) -> Job {
         var job = try show(id, owner: owner)
         guard !job.state.isTerminal else { throw ProtocolError(.conflict, "job \(id) is \(job.state.rawValue)") }
         job.state = .paused
         job.reason = "paused by its owner; reachctl download resume \(id) continues it"
+        update(job)
         if let task = running[id] {
             stopIntents[id] = .pause
             task.cancel()
+            await task.value
         }
-        update(job)
-        return job
+        return jobs[id] ?? job
     }
 
     func resume(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
@@ -189,6 +191,7 @@ actor TransferScheduler: FetchObserver {
         }
     }
 
+    /// Cancels a job; a running transfer is stopped and the partial file removed before this returns.
     func cancel(_ id: String, owner: Owner) async throws(ProtocolError) -> Job {
         var job = try show(id, owner: owner)
         guard !job.state.isTerminal else { throw ProtocolError(.conflict, "job \(id) is already \(job.state.rawValue)") }
@@ -199,10 +202,11 @@ actor TransferScheduler: FetchObserver {
         if let task = running[id] {
             stopIntents[id] = .cancel
             task.cancel()
+            await task.value
         } else {
             await files.removePartial(of: job)
         }
-        return job
+        return jobs[id] ?? job
     }
 
     /// Registers a watcher of the owner's jobs (or one job); returns its token and the jobs it sees now.

@@ -42,7 +42,7 @@ public final class UserFiles: Sendable {
     /// Runs `body` on the identity thread as `owner`.
     func run<T: Sendable>(as owner: Owner, _ body: @Sendable @escaping () throws -> T) async throws -> T {
         let switches = switchesIdentity
-        return try await pool.runIfActive {
+        return try await pool.runUncancellable {
             if switches {
                 let status = owner.groups.withUnsafeBufferPointer { reachd_thread_assume(owner.uid, owner.gid, $0.baseAddress, $0.count) }
                 guard status == 0 else { throw FileError("switching to uid \(owner.uid)") }

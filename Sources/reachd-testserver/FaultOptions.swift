@@ -110,8 +110,8 @@ enum HTTPDate {
         gmtime_r(&time, &parts)
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
         let date = "\(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900)"
-        let time = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
-        return "\(days[Int(parts.tm_wday)]), \(date) \(time) GMT"
+        let clock = "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+        return "\(days[Int(parts.tm_wday)]), \(date) \(clock) GMT"
     }
 
     /// Seconds since the epoch, or nil when `text` is not an IMF-fixdate.

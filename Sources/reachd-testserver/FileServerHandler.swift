@@ -154,7 +154,7 @@ final class FileServerHandler: ChannelInboundHandler {
         if !transfer.isHead {
             transfer.offset = first
             transfer.remaining = length
-            if dropping, let dropAfter = faults.dropAfter, dropAfter < length {
+            if dropping, let dropAfter = faults.dropAfter, dropAfter <= length {
                 transfer.remaining = max(0, dropAfter)
                 transfer.dropAtEnd = true
             }

@@ -1,0 +1,257 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+import XCTest
+
+/// A lab for the transfer service: the host namespace reaches `mirror.test` (203.0.113.80 on the peer's
+/// loopback) through `eth0` (unmetered, metric 100) and `wwan0` (metered, metric 200); servers run in the
+/// peer namespace, reachd-transfers in the host namespace.
+final class TransferLab {
+    static let serverAddress = "203.0.113.80"
+    let lab: NetLab
+    var www: String { lab.directory + "/www" }
+    var out: String { lab.directory + "/out" }
+    var stateDirectory: String { lab.directory + "/state" }
+    var socketPath: String { lab.directory + "/transfers.sock" }
+    var daemonLog: String { lab.directory + "/transfers.log" }
+    var serverLog: String { lab.directory + "/server.log" }
+    private(set) var port = 0
+    private var daemon: Process?
+    private var servers: [Process] = []
+    private var mounts: [String] = []
+
+    /// `eth0`: whether the unmetered uplink exists from the start.
+    init(eth0: Bool = true) throws {
+        lab = try NetLab.make()
+        do {
+            for dir in [www, out, stateDirectory] { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+            try lab.run("chmod 755 \(lab.directory) \(www) \(out)")
+            try lab.peerIP("link set lo up")
+            try lab.peerIP("addr add \(Self.serverAddress)/32 dev lo")
+            try lab.addUplink("wwan0", "198.51.100", metric: 200)
+            try lab.peerIP("addr add 198.51.100.1/24 dev wwan0")
+            if eth0 { try addEth0() }
+            try lab.hostsFile(["mirror.test": Self.serverAddress])
+        } catch {
+            lab.tearDown()
+            throw error
+        }
+    }
+
+    /// The unmetered uplink (again, after `ip link del`/down): link, peer address, default route.
+    func addEth0() throws {
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.peerIP("addr add 192.0.2.1/24 dev eth0")
+    }
+
+    /// Takes eth0 down (its routes go with it): traffic to mirror.test goes via wwan0.
+    func eth0Down() throws { try lab.ip("link set eth0 down") }
+
+    /// Brings eth0 back with its default route.
+    func eth0Up() throws {
+        try lab.ip("link set eth0 up")
+        try lab.ip("route replace default via 192.0.2.1 dev eth0 metric 100")
+    }
+
+    func tearDown() {
+        if let daemon, daemon.isRunning { kill(daemon.processIdentifier, SIGKILL); daemon.waitUntilExit() }
+        for server in servers where server.isRunning {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        for mount in mounts { _ = try? lab.run("umount -l \(mount)") }
+        lab.tearDown()
+    }
+
+    // MARK: Files
+
+    /// Writes `bytes` pseudo-random bytes to www/NAME; returns their SHA-256.
+    @discardableResult
+    func serve(_ name: String, bytes: Int, seed: UInt64 = 1) throws -> String {
+        var generator = SeededGenerator(seed: seed)
+        var data = Data(count: bytes)
+        data.withUnsafeMutableBytes { raw in
+            let words = raw.bindMemory(to: UInt64.self)
+            for i in 0..<words.count { words[i] = generator.next() }
+            for i in (words.count * 8)..<bytes { raw[i] = UInt8(truncatingIfNeeded: generator.next()) }
+        }
+        try data.write(to: URL(fileURLWithPath: www + "/" + name))
+        return try sha256(www + "/" + name)
+    }
+
+    func sha256(_ path: String) throws -> String {
+        String(try lab.run("sha256sum \(path)").prefix(64))
+    }
+
+    /// A tmpfs of `size` (e.g. "2M") at out/NAME, unmounted at tear-down.
+    func smallDisk(_ name: String, size: String) throws -> String {
+        let path = out + "/" + name
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try lab.run("mount -t tmpfs -o size=\(size) tmpfs \(path)")
+        mounts.append(path)
+        return path
+    }
+
+    // MARK: Servers in the peer namespace
+
+    /// Starts reachd-testserver (fault injection by query parameters) on a free port; `url(_:)` points at it.
+    func startTestServer() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", lab.peer, NetLab.binary("reachd-testserver"), "--root", www, "--port", "0", "--log", serverLog]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        servers.append(process)
+        let line = try LineReader(pipe.fileHandleForReading).next(timeout: 10)
+        guard line.hasPrefix("listening "), let value = Int(line.dropFirst(10)) else { throw LabError("test server said: \(line)") }
+        port = value
+    }
+
+    /// Starts nginx (Debian's) serving www on `port`, at `limitRate` bytes/s per connection (0: unlimited).
+    func startNginx(port: Int, limitRate: Int = 0) throws {
+        let conf = lab.directory + "/nginx.conf"
+        try """
+            daemon off;
+            master_process off;
+            user root;
+            pid \(lab.directory)/nginx.pid;
+            error_log \(lab.directory)/nginx-error.log;
+            events { worker_connections 64; }
+            http {
+              access_log \(lab.directory)/nginx-access.log;
+              client_body_temp_path \(lab.directory)/nginx-tmp;
+              proxy_temp_path \(lab.directory)/nginx-tmp;
+              fastcgi_temp_path \(lab.directory)/nginx-tmp;
+              uwsgi_temp_path \(lab.directory)/nginx-tmp;
+              scgi_temp_path \(lab.directory)/nginx-tmp;
+              server { listen \(Self.serverAddress):\(port); root \(www); limit_rate \(limitRate); }
+            }
+            """.write(toFile: conf, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", lab.peer, "/usr/sbin/nginx", "-c", conf]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        servers.append(process)
+        let deadline = Date().addingTimeInterval(10)
+        while (try? lab.run("ip netns exec \(lab.peer) bash -c 'exec 3<>/dev/tcp/\(Self.serverAddress)/\(port)'")) == nil {
+            guard Date() < deadline else { throw LabError("nginx did not start: \((try? String(contentsOfFile: lab.directory + "/nginx-error.log", encoding: .utf8)) ?? "")") }
+            usleep(50_000)
+        }
+    }
+
+    var nginxAccessLog: String { (try? String(contentsOfFile: lab.directory + "/nginx-access.log", encoding: .utf8)) ?? "" }
+
+    func url(_ path: String) -> String { "http://mirror.test:\(port)/\(path)" }
+
+    /// The test server's request log, one dictionary per request.
+    func requests(path: String? = nil) -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.filter { path == nil || ($0["path"] as? String) == "/" + path! }
+    }
+
+    // MARK: The transfer service
+
+    /// Starts reachd-transfers in the host namespace and waits until it answers.
+    func startDaemon(config: String? = nil) throws {
+        var args = ["netns", "exec", lab.host, NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
+                    "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"]
+        if let config {
+            let path = lab.directory + "/transfers.toml"
+            try config.write(toFile: path, atomically: true, encoding: .utf8)
+            args += ["--config", path]
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = args
+        if !FileManager.default.fileExists(atPath: daemonLog) { FileManager.default.createFile(atPath: daemonLog, contents: nil) }
+        let log = FileHandle(forWritingAtPath: daemonLog)
+        log?.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        daemon = process
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let client = try? TransferClient(path: socketPath), case .pong? = try? client.call(TransferRequest(op: .ping), timeout: 5) { return }
+            guard process.isRunning else { throw LabError("reachd-transfers exited (\(process.terminationStatus)): \(self.log)") }
+            usleep(20_000)
+        }
+        throw LabError("reachd-transfers did not answer: \(log)")
+    }
+
+    /// Stops the daemon with `signal` (SIGKILL: no chance to write anything) and waits for it.
+    func stopDaemon(signal: Int32 = SIGTERM) {
+        guard let daemon, daemon.isRunning else { return }
+        kill(daemon.processIdentifier, signal)
+        daemon.waitUntilExit()
+    }
+
+    var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }
+
+    func client() throws -> TransferClient { try TransferClient(path: socketPath) }
+
+    /// `reachctl download ARGS` against the lab's service, optionally as another user.
+    func download(_ arguments: [String], user: String? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        let reachctl = [NetLab.binary("reachctl"), "download"] + arguments + ["--transfers-socket", socketPath]
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", user, "--"] + reachctl
+        } else {
+            process.executableURL = URL(fileURLWithPath: reachctl[0])
+            process.arguments = Array(reachctl.dropFirst())
+        }
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let o = stdout.fileHandleForReading.readDataToEndOfFile(), e = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    /// Adds a job with reachctl; returns its id.
+    func add(_ url: String, output: String, _ extra: [String] = []) throws -> String {
+        let result = try download(["add", url, "--output", output] + extra)
+        guard result.status == 0 else { throw LabError("download add failed (\(result.status)): \(result.err)") }
+        return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Follows job `id` until `condition` holds; fails the test after `timeout` seconds.
+    @discardableResult
+    func waitFor(_ id: String, _ what: String, timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line,
+                 _ condition: (Job) -> Bool) throws -> Job {
+        let client = try client()
+        guard var job = try client.jobs(TransferRequest(op: .watch, job: id)).first else { throw LabError("no job \(id)") }
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition(job) {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0, let next = try client.nextEvent(timeout: left) else {
+                XCTFail("timed out waiting for job \(id) to be \(what); last: \(job.state.rawValue) \(job.bytesReceived)/\(job.bytesTotal.map(String.init) ?? "?") \(job.reason ?? "")", file: file, line: line)
+                throw LabError("timed out waiting for \(what)")
+            }
+            job = next
+        }
+        return job
+    }
+}
+
+/// Reproducible test data (SplitMix64).
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
