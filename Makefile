@@ -1,5 +1,5 @@
 # reachd — two commands on a fresh Debian machine with the Swift 6 toolchain on PATH:
-#   make run    installs missing packages, builds, starts reachd in the foreground
+#   make run    installs missing packages, builds, starts reachd (foreground) and reachd-transfers
 #   make test   installs missing packages, builds, runs every test (integration tests need root)
 
 SWIFT         ?= swift
@@ -12,8 +12,10 @@ DBUSDIR       ?= /usr/share/dbus-1
 SYSUSERSDIR   ?= /usr/lib/sysusers.d
 DESTDIR       ?=
 ARGS          ?=
-# Build and test dependencies from Debian (systemd for systemd-analyze, python3 for test servers).
-DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev systemd iproute2 procps python3
+TRANSFERS_ARGS ?=
+# Build and test dependencies from Debian (libsqlite3-dev for the job store, systemd for systemd-analyze,
+# python3 and nginx-light for test servers, curl for the transfer benchmark).
+DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps python3 nginx-light curl
 
 .PHONY: deps build run test bench install clean
 
@@ -29,8 +31,11 @@ deps:
 build: deps
 	$(SWIFT) build -c $(CONFIGURATION)
 
+# reachd in the foreground, reachd-transfers (downloads) beside it for as long as reachd runs.
 run: build
-	$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path)/reachd $(ARGS)
+	bin=$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path) && \
+	{ $$bin/reachd-transfers $(TRANSFERS_ARGS) & transfers=$$!; trap 'kill $$transfers 2>/dev/null' EXIT INT TERM; \
+	  $$bin/reachd $(ARGS); }
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -39,14 +44,15 @@ test: deps
 bench: deps
 	bench/run $(ARGS)
 
-# Binaries, systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
+# Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
 # activation file and interface description, and the example configuration; DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
-	install -m 0755 $$bin/reachd $$bin/reachctl $(DESTDIR)$(BINDIR)/
+	install -m 0755 $$bin/reachd $$bin/reachctl $$bin/reachd-transfers $(DESTDIR)$(BINDIR)/
 	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
-	install -m 0644 systemd/reachd.socket $(DESTDIR)$(UNITDIR)/reachd.socket
+	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd-transfers.service > $(DESTDIR)$(UNITDIR)/reachd-transfers.service
+	install -m 0644 systemd/reachd.socket systemd/reachd-transfers.socket $(DESTDIR)$(UNITDIR)/
 	install -m 0644 reachd.toml.example $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml.example
 	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
 	install -m 0644 systemd/reachd.sysusers $(DESTDIR)$(SYSUSERSDIR)/reachd.conf

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "reachd_files.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,4 +30,8 @@ int reachd_thread_restore(void) {
     syscall(SYS_setfsgid, getegid());
     if (process_group_count < 0) { errno = EINVAL; return -1; }
     return syscall(SYS_setgroups, (size_t)process_group_count, process_groups) == 0 ? 0 : -1;
+}
+
+int reachd_start_writeback(int fd, off_t offset, off_t length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 }

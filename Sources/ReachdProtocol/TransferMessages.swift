@@ -74,7 +74,7 @@ public enum TransferRequestParser {
         var request = TransferRequest(op: op, id: id)
         switch fields["job"] {
         case nil, .null?: break
-        case .string(let job)? where job.count <= 64 && !job.isEmpty && job.allSatisfy({ $0.isHexDigit }): request.job = job
+        case .string(let job)? where job.count <= 64 && !job.isEmpty && job.allSatisfy(\.isASCIIHexDigit): request.job = job.lowercased()
         default: return bad("\"job\" must be a job id (hex digits)")
         }
         switch op {
@@ -98,7 +98,7 @@ public enum TransferRequestParser {
             }
             switch fields["sha256"] {
             case nil, .null?: break
-            case .string(let hex)? where hex.count == 64 && hex.allSatisfy({ $0.isHexDigit }): spec.sha256 = hex.lowercased()
+            case .string(let hex)? where hex.count == 64 && hex.allSatisfy(\.isASCIIHexDigit): spec.sha256 = hex.lowercased()
             default: return bad("\"sha256\" must be 64 hex digits")
             }
             request.download = spec
@@ -106,6 +106,11 @@ public enum TransferRequestParser {
         }
         return .success(request)
     }
+}
+
+extension Character {
+    /// 0-9, a-f, A-F only (`isHexDigit` also accepts fullwidth forms).
+    var isASCIIHexDigit: Bool { isASCII && isHexDigit }
 }
 
 /// A message from the transfer service: one JSON object per line, with `version` and `type`.

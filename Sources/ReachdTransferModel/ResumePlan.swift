@@ -45,8 +45,9 @@ public enum ResumePlan {
         case fail(reason: String)
     }
 
-    /// What to do with `response` to a request made by `request(offset:validators:)` at `offset`.
-    public static func interpret(_ response: Response, offset: Int64) -> Action {
+    /// What to do with `response` to a request made by `request(offset:validators:)` at `offset` for a
+    /// partial file holding the version `current`.
+    public static func interpret(_ response: Response, offset: Int64, current: Validators = Validators()) -> Action {
         switch response.status {
         case 200:
             // A full body: the first request, or the server ignored the range / the file changed (If-Range).
@@ -58,9 +59,9 @@ public enum ResumePlan {
             guard range.first == offset else {
                 return .restart(reason: "server resumed at byte \(range.first.map(String.init) ?? "?") instead of \(offset)")
             }
-            // A 206 carries no validators of its own when the server omits them; keep the partial's.
-            let validators = response.validators.etag == nil && response.validators.lastModified == nil ? nil : response.validators
-            return .write(offset: offset, total: range.total, validators: validators ?? Validators())
+            // A 206 without validators of its own continues the version the partial file holds.
+            let sent = response.validators
+            return .write(offset: offset, total: range.total, validators: sent.etag == nil && sent.lastModified == nil ? current : sent)
         case 416:
             if let range = response.contentRange.flatMap(ContentRange.init), range.first == nil, let total = range.total, total == offset {
                 return .complete
@@ -93,7 +94,7 @@ public struct ContentRange: Hashable, Sendable {
         if size == "*" {
             total = nil
         } else {
-            guard let value = Int64(size), value >= 0 else { return nil }
+            guard let value = decimal(size) else { return nil }
             total = value
         }
         if range == "*" {
@@ -102,7 +103,7 @@ public struct ContentRange: Hashable, Sendable {
             last = nil
         } else {
             let parts = range.split(separator: "-", omittingEmptySubsequences: false)
-            guard parts.count == 2, let a = Int64(parts[0]), let b = Int64(parts[1]), a >= 0, a <= b else { return nil }
+            guard parts.count == 2, let a = decimal(parts[0]), let b = decimal(parts[1]), a <= b else { return nil }
             if let total, b >= total { return nil }
             first = a
             last = b

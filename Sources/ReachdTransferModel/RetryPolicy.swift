@@ -16,7 +16,7 @@ public struct RetryPolicy: Hashable, Sendable {
     /// A server's Retry-After wins when it asks for longer (capped at the maximum).
     public func delay(afterAttempt attempt: Int, retryAfter: Double?, jitter: Double) -> Double? {
         guard attempt < maximumAttempts else { return nil }
-        let exponent = min(Double(attempt - 1), 30)
+        let exponent = min(Double(max(attempt, 1) - 1), 30)
         let backoff = min(maximumSeconds, baseSeconds * pow2(exponent))
         let jittered = backoff * (0.5 + 0.5 * min(max(jitter, 0), 1))
         guard let retryAfter else { return jittered }
@@ -32,7 +32,7 @@ public struct RetryPolicy: Hashable, Sendable {
     /// Seconds from `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an IMF-fixdate relative to `now` (Unix seconds).
     public static func retryAfterSeconds(_ value: String, now: Double) -> Double? {
         let text = value.trimmingSpaces
-        if let seconds = Int(text), seconds >= 0 { return Double(seconds) }
+        if let seconds = decimal(text) { return Double(seconds) }
         guard let date = HTTPDate.unixSeconds(text) else { return nil }
         return max(0, Double(date) - now)
     }
@@ -61,6 +61,12 @@ public enum HTTPDate {
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
         return era * 146097 + doe - 719468
     }
+}
+
+/// A non-negative decimal number of plain ASCII digits (no sign, no spaces), as HTTP writes them.
+func decimal<S: StringProtocol>(_ text: S) -> Int64? {
+    guard !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+    return Int64(text)
 }
 
 extension String {

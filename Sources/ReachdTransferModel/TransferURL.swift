@@ -30,6 +30,7 @@ public struct TransferURL: Hashable, Sendable {
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { throw invalid("unterminated IPv6 literal") }
             host = authority[authority.index(after: authority.startIndex)..<close]
+            guard host.isEmpty || host.contains(":") else { throw invalid("brackets hold IPv6 addresses only") }
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
                 guard after.hasPrefix(":") else { throw invalid("unexpected text after the IPv6 literal") }
@@ -47,8 +48,8 @@ public struct TransferURL: Hashable, Sendable {
         }
         var port: Int?
         if let portText, !portText.isEmpty {
-            guard let value = Int(portText), (1...65535).contains(value) else { throw invalid("bad port") }
-            port = value
+            guard let value = decimal(portText), (1...65535).contains(value) else { throw invalid("bad port") }
+            port = Int(value)
         }
         self.scheme = scheme
         self.host = host.lowercased()

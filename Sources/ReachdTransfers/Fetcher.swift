@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CReachdFiles
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -39,7 +40,14 @@ final class Fetcher: Sendable {
     private let client: HTTPClient
     private let fileThreads: NIOThreadPool
     private let logger: Logger
-    static let writeBatchBytes = 1 << 20
+    /// Bytes gathered before a write: small, because what is received but not yet written is fetched
+    /// again after a crash.
+    static let writeBatchBytes = 256 << 10
+    /// The socket's receive buffer: bounds the bytes in flight (also lost by a crash) without limiting
+    /// speed on fast links (the kernel would otherwise grow it to several MiB).
+    static let receiveBufferBytes = 256 << 10
+    /// Write-back is started every this many bytes.
+    static let writeBackBytes: Int64 = 16 << 20
 
     init(logger: Logger) {
         var configuration = HTTPClient.Configuration(
@@ -48,6 +56,13 @@ final class Fetcher: Sendable {
             decompression: .disabled
         )
         configuration.httpVersion = .http1Only
+        configuration.http1_1ConnectionDebugInitializer = { channel in
+            channel.setOption(ChannelOptions.socketOption(.so_rcvbuf), value: SocketOptionValue(Self.receiveBufferBytes)).flatMap {
+                // Reads as large as the buffer: fewer, bigger chunks through the body stream.
+                channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
+                    minimum: 4096, initial: 64 << 10, maximum: Self.receiveBufferBytes * 2))
+            }
+        }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         fileThreads = NIOThreadPool(numberOfThreads: 2)
         fileThreads.start()
@@ -88,7 +103,7 @@ final class Fetcher: Sendable {
             retryAfter: response.headers.first(name: "Retry-After"),
             validators: Validators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
         )
-        switch ResumePlan.interpret(head, offset: plan.offset) {
+        switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators) {
         case .complete:
             return await sync(fd) ?? .complete(total: plan.offset)
         case .restart(let reason):
@@ -117,6 +132,7 @@ final class Fetcher: Sendable {
     private func receive(_ body: HTTPClientResponse.Body, into fd: Int32, at start: Int64, total: Int64?,
                          jobID: String, observer: some FetchObserver) async -> FetchOutcome {
         var position = start
+        var writtenBack = start
         var batch: [ByteBuffer] = []
         var batchBytes = 0
         func flush() async -> FetchOutcome? {
@@ -124,7 +140,9 @@ final class Fetcher: Sendable {
             let buffers = batch, at = position
             batch.removeAll(keepingCapacity: true)
             do {
-                try await fileThreads.runUncancellable { try Self.write(buffers, to: fd, at: at) }
+                let writeBack = at + Int64(batchBytes) - writtenBack >= Self.writeBackBytes ? writtenBack : nil
+                try await fileThreads.runUncancellable { try Self.write(buffers, to: fd, at: at, writeBackFrom: writeBack) }
+                if writeBack != nil { writtenBack = at + Int64(batchBytes) }
             } catch let error as FileError {
                 return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
             } catch {
@@ -160,7 +178,9 @@ final class Fetcher: Sendable {
         return await sync(fd) ?? .complete(total: position)
     }
 
-    private static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64) throws {
+    /// Writes the buffers at `offset`; with `writeBackFrom`, then starts write-back of the file from there
+    /// to the end of this write, so the fsync before the rename has little left to do.
+    private static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws {
         var at = offset
         for buffer in buffers {
             try buffer.withUnsafeReadableBytes { bytes in
@@ -176,6 +196,7 @@ final class Fetcher: Sendable {
             }
             at += Int64(buffer.readableBytes)
         }
+        if let writeBackFrom { reachd_start_writeback(fd, off_t(writeBackFrom), off_t(at - writeBackFrom)) }
     }
 
     private func sync(_ fd: Int32) async -> FetchOutcome? {

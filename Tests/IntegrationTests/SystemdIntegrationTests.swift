@@ -29,17 +29,24 @@ final class SystemdIntegrationTests: XCTestCase {
     func testUnitsVerifyAndAreHardened() throws {
         let tool = try analyze()
         // verify wants ExecStart= to exist: check a copy that points at the binary just built.
-        let service = try String(contentsOfFile: Self.unitDirectory + "/reachd.service", encoding: .utf8)
-            .replacingOccurrences(of: "/usr/local/bin/reachd", with: NetLab.binary("reachd"))
-        try service.write(toFile: lab.directory + "/reachd.service", atomically: true, encoding: .utf8)
-        try FileManager.default.copyItem(atPath: Self.unitDirectory + "/reachd.socket", toPath: lab.directory + "/reachd.socket")
-        let verify = try lab.run("\(tool) verify \(lab.directory)/reachd.service \(lab.directory)/reachd.socket")
-        XCTAssertEqual(verify, "", "systemd-analyze verify complains")
+        for name in ["reachd", "reachd-transfers"] {
+            let service = try String(contentsOfFile: Self.unitDirectory + "/\(name).service", encoding: .utf8)
+                .replacingOccurrences(of: "/usr/local/bin/\(name)\n", with: NetLab.binary(name) + "\n")
+            try service.write(toFile: lab.directory + "/\(name).service", atomically: true, encoding: .utf8)
+            try FileManager.default.copyItem(atPath: Self.unitDirectory + "/\(name).socket", toPath: lab.directory + "/\(name).socket")
+            let verify = try lab.run("\(tool) verify \(lab.directory)/\(name).service \(lab.directory)/\(name).socket")
+            XCTAssertEqual(verify, "", "systemd-analyze verify complains about \(name)")
+        }
 
         let security = try lab.run("\(tool) security --offline=true --no-pager \(Self.unitDirectory)/reachd.service")
         let line = try XCTUnwrap(security.split(separator: "\n").first { $0.contains("Overall exposure level") })
         let score = try XCTUnwrap(line.split(separator: " ").compactMap { Double($0) }.first)
         XCTAssertLessThanOrEqual(score, 2.0, String(line))
+
+        // The transfer service runs as root to write files as each client: a looser sandbox, still bounded.
+        let transfers = try lab.run("\(tool) security --offline=true --no-pager \(Self.unitDirectory)/reachd-transfers.service")
+        let transfersLine = try XCTUnwrap(transfers.split(separator: "\n").first { $0.contains("Overall exposure level") })
+        XCTAssertLessThanOrEqual(try XCTUnwrap(transfersLine.split(separator: " ").compactMap { Double($0) }.first), 2.5, String(transfersLine))
     }
 
     func testReadinessAndStatusReachNotifySocket() throws {

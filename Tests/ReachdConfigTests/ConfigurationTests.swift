@@ -39,6 +39,15 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(check, ConnectivityCheck(url: ProbeURL("http://192.0.2.1:8080/ok")!, expectStatus: 200, expectBody: "OK", timeoutSeconds: 2.5, intervalSeconds: 0))
     }
 
+    func testDownloadSettings() throws {
+        let defaults = Configuration()
+        XCTAssertEqual(defaults.meteredThreshold, 10 * 1024 * 1024)
+        XCTAssertEqual(defaults.transferConcurrency, 2)
+        let config = try Configuration(toml: "[downloads]\nmetered_threshold = 0\nconcurrency = 5\n")
+        XCTAssertEqual(config.meteredThreshold, 0)
+        XCTAssertEqual(config.transferConcurrency, 5)
+    }
+
     func testErrorsNameTheProblem() {
         let table: [(String, String)] = [
             ("[[interface]]\nmatch = \"x\"\nkind = \"satellite\"", "\"kind\" must be one of"),
@@ -55,6 +64,9 @@ final class ConfigurationTests: XCTestCase {
             ("[connectivity]\nexpect_status = 204", "\"url\" (http://HOST[:PORT]/PATH) is required"),
             ("[connectivity]\nurl = \"http://a/\"\ntimeout_seconds = 0", "connectivity: timeout_seconds must be"),
             ("[hosts]\nrefresh_seconds = -1", "hosts: refresh_seconds must be"),
+            ("[downloads]\nmetered_threshold = \"10M\"", "downloads: \"metered_threshold\" must be a number of bytes"),
+            ("[downloads]\nconcurrency = 0", "downloads: \"concurrency\" must be 1 to 64"),
+            ("[downloads]\nparallel = 2", "downloads: unknown key \"parallel\""),
             ("[hosts]\nttl = 5", "unknown key \"ttl\""),
             ("[connectivity]\nurl = \"http://a/\"\nexpect_status = 42", "\"expect_status\" must be"),
             ("[connectivity]\nurl = \"http://a/\"\nretries = 3", "unknown key \"retries\""),

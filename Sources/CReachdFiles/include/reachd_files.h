@@ -13,3 +13,7 @@ int reachd_thread_assume(uid_t uid, gid_t gid, const gid_t *groups, size_t count
 
 /// Restores the calling thread's file-system identity to the process's. 0, or -1 with errno.
 int reachd_thread_restore(void);
+
+/// Starts writing back the given range of a file without waiting for it (sync_file_range
+/// SYNC_FILE_RANGE_WRITE), so that the fsync before the final rename has little left to do.
+int reachd_start_writeback(int fd, off_t offset, off_t length);

@@ -1,0 +1,337 @@
+import Foundation
+import ReachdModel
+import ReachdTransferModel
+import XCTest
+
+/// Returns the given values in order (for `Job.newID`).
+private struct FixedGenerator: RandomNumberGenerator {
+    var values: [UInt64]
+    mutating func next() -> UInt64 { values.removeFirst() }
+}
+
+private struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+final class TransferModelTests: XCTestCase {
+    // MARK: Fixtures
+
+    private static let mirror = IPAddress("198.18.0.5")!
+    private static let snapshot = NetworkSnapshot(links: [
+        LinkInfo(index: 2, name: "eth0", flags: [.up, .running, .lowerUp], carrier: true),
+        LinkInfo(index: 4, name: "wwan0", flags: [.up, .running, .lowerUp], carrier: true),
+    ])
+
+    /// A real host verdict for mirror.test routed out of link `index` (2: wired, 4: wwan, metered).
+    private static func routed(_ index: Int32) -> Verdict {
+        HostVerdict().verdict(
+            host: "mirror.test", resolution: .addresses([mirror]),
+            decisions: [mirror: .route(type: .unicast, interfaceIndex: index, gateway: IPAddress("192.0.2.1"),
+                                       source: IPAddress("192.0.2.2"))], in: snapshot)
+    }
+
+    private static let unresolved = HostVerdict().verdict(host: "mirror.test", resolution: .failed("Name or service not known"),
+                                                          decisions: [:], in: snapshot)
+
+    private func job(_ id: String, _ sequence: Int64, _ priority: Priority = .normal, _ state: JobState = .queued,
+                     output: String = "/srv/x.iso") -> Job {
+        var job = Job(id: id, sequence: sequence, spec: DownloadSpec(url: "http://mirror.test/x", output: output, priority: priority),
+                      owner: Owner(uid: 1000, gid: 1000, groups: [27]), created: Timestamp(microseconds: 1_700_000_000_000_000))
+        job.state = state
+        return job
+    }
+
+    // MARK: TransferGate
+
+    func testGateDecisions() {
+        let wired = Self.routed(2), wwan = Self.routed(4)
+        XCTAssertFalse(wired.metered)
+        XCTAssertTrue(wwan.metered)
+        XCTAssertEqual(wwan.interface, "wwan0")
+        let gate = TransferGate()
+        let mib: Int64 = 1024 * 1024
+        let waits = "; waits for an unmetered route or --allow-metered"
+        let unreachable = "deferred: mirror.test is not reachable (name not resolved); waits for a route to it"
+        typealias Case = (Verdict?, Int64?, Bool, Bool, TransferGate.Decision, Int)
+        let table: [Case] = [
+            (Self.unresolved, 1, true, false, .wait(reason: unreachable), #line),
+            (Self.unresolved, 1, true, true, .wait(reason: unreachable), #line),
+            (nil, 1, true, true, .wait(reason: "deferred: route to mirror.test not known yet"), #line),
+            (wired, nil, false, false, .run, #line),
+            (wired, 100 * mib, true, false, .run, #line),
+            (wwan, nil, false, true, .run, #line),
+            (wwan, 100 * mib, true, true, .run, #line),
+            (wwan, 1, true, false, .run, #line),
+            (wwan, 10 * mib, true, false, .run, #line),
+            (wwan, 10 * mib + 1, true, false, .wait(reason: "deferred: route to mirror.test is metered (wwan0), "
+                + "10485761 bytes exceed the metered threshold of 10485760" + waits), #line),
+            (wwan, nil, false, false, .needSize, #line),
+            (wwan, nil, true, false, .wait(reason: "deferred: route to mirror.test is metered (wwan0), size unknown" + waits), #line),
+        ]
+        for (verdict, size, checked, allow, expected, line) in table {
+            XCTAssertEqual(gate.decide(host: "mirror.test", verdict: verdict, size: size, sizeChecked: checked, allowMetered: allow),
+                           expected, line: UInt(line))
+        }
+        var noInterface = wwan
+        noInterface.interface = nil
+        XCTAssertEqual(TransferGate(meteredThreshold: 5).decide(host: "h", verdict: noInterface, size: 6, sizeChecked: true, allowMetered: false),
+                       .wait(reason: "deferred: route to h is metered, 6 bytes exceed the metered threshold of 5" + waits))
+        XCTAssertEqual([nil, 0, 10 * mib, 10 * mib + 1].map(gate.isLarge), [true, false, false, true])
+    }
+
+    // MARK: ResumePlan
+
+    func testResumeRequest() {
+        let strong = Validators(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let weak = Validators(etag: "W/\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let table: [(Int64, Validators, Int64, [String], Int)] = [
+            (0, strong, 0, [], #line), (100, strong, 100, ["Range: bytes=100-", "If-Range: \"v1\""], #line),
+            (100, weak, 100, ["Range: bytes=100-", "If-Range: Sun, 06 Nov 1994 08:49:37 GMT"], #line),
+            (100, Validators(etag: "W/\"v1\""), 0, [], #line), (100, Validators(etag: "\""), 0, [], #line), (100, Validators(), 0, [], #line),
+        ]
+        for (offset, validators, expectedOffset, headers, line) in table {
+            let request = ResumePlan.request(offset: offset, validators: validators)
+            XCTAssertEqual(request.offset, expectedOffset, line: UInt(line))
+            XCTAssertEqual(request.headers.map { "\($0.0): \($0.1)" }, headers, line: UInt(line))
+        }
+    }
+
+    func testResumeInterpret() {
+        let v = Validators(etag: "\"v2\"")
+        typealias R = ResumePlan.Response
+        let table: [(R, Int64, ResumePlan.Action, Int)] = [
+            (R(status: 200, contentLength: 500, validators: v), 0, .write(offset: 0, total: 500, validators: v), #line),
+            (R(status: 200, validators: v), 100, .write(offset: 0, total: nil, validators: v), #line),
+            (R(status: 206, contentRange: "bytes 100-499/500", validators: v), 100, .write(offset: 100, total: 500, validators: v),
+             #line),
+            (R(status: 206, contentRange: "bytes 100-499/*", validators: v), 100, .write(offset: 100, total: nil, validators: v),
+             #line),
+            (R(status: 206, contentRange: "bytes 0-499/500"), 100, .restart(reason: "server resumed at byte 0 instead of 100"), #line),
+            (R(status: 206, contentRange: "bytes */500"), 100, .restart(reason: "server resumed at byte ? instead of 100"), #line),
+            (R(status: 206), 100, .restart(reason: "server sent 206 without a usable Content-Range"), #line),
+            (R(status: 206, contentRange: "bytes 0-9/10"), 0, .restart(reason: "server sent 206 without a usable Content-Range"), #line),
+            (R(status: 416, contentRange: "bytes */500"), 500, .complete, #line),
+            (R(status: 416, contentRange: "bytes */600"), 500,
+             .restart(reason: "server refused the range (416) for a partial file of 500 bytes"), #line),
+            (R(status: 416), 500, .restart(reason: "server refused the range (416) for a partial file of 500 bytes"), #line),
+        ]
+        for (response, offset, expected, line) in table {
+            XCTAssertEqual(ResumePlan.interpret(response, offset: offset), expected, line: UInt(line))
+        }
+        // A 206 that omits validators continues the partial file's version (a later resume can still use If-Range).
+        let held = Validators(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        XCTAssertEqual(ResumePlan.interpret(R(status: 206, contentRange: "bytes 100-499/500"), offset: 100, current: held),
+                       .write(offset: 100, total: 500, validators: held))
+        XCTAssertEqual(ResumePlan.interpret(R(status: 206, contentRange: "bytes 100-499/500", validators: v), offset: 100, current: held),
+                       .write(offset: 100, total: 500, validators: v))
+        // Numbers are plain digits: no signs.
+        XCTAssertNil(ContentRange("bytes +0-+9/+10"))
+        XCTAssertNil(RetryPolicy.retryAfterSeconds("+5", now: 0))
+        XCTAssertEqual(RetryPolicy().delay(afterAttempt: 0, retryAfter: nil, jitter: 1), 1)
+        for (status, retryAfter) in [(503, "120"), (500, nil), (502, nil), (429, "5"), (425, nil), (408, "Sun, 06 Nov 1994 08:49:37 GMT")] {
+            XCTAssertEqual(ResumePlan.interpret(R(status: status, retryAfter: retryAfter), offset: 7),
+                           .retry(reason: "server answered \(status)", retryAfter: retryAfter))
+        }
+        for status in [404, 403, 410, 401, 400, 204] {
+            XCTAssertEqual(ResumePlan.interpret(R(status: status, retryAfter: "1"), offset: 7), .fail(reason: "failed: server answered \(status)"))
+        }
+        for status in [300, 301, 304, 307, 308] {
+            XCTAssertEqual(ResumePlan.interpret(R(status: status), offset: 0),
+                           .fail(reason: "failed: server answered \(status) (too many redirects or no Location)"))
+        }
+    }
+
+    func testContentRange() {
+        let table: [(String, [Int64?]?)] = [
+            ("bytes 0-99/100", [0, 99, 100]), ("bytes 100-199/*", [100, 199, nil]), ("bytes */500", [nil, nil, 500]),
+            ("BYTES 5-5/6", [5, 5, 6]), ("  bytes  1-2/3", [1, 2, 3]), ("bytes 0-0/1", [0, 0, 1]),
+            ("bytes */*", nil), ("bytes 0-100/100", nil), ("bytes 0-99/99", nil), ("bytes 9-5/100", nil), ("bytes -5/100", nil),
+            ("bytes 0-/100", nil), ("bytes 0-99", nil), ("bytes 0-99/-1", nil), ("bytes 0-99/100 ", nil), ("items 0-99/100", nil),
+            ("bytes=0-99/100", nil), ("", nil), ("junk", nil),
+        ]
+        for (text, expected) in table {
+            XCTAssertEqual(ContentRange(text).map { [$0.first, $0.last, $0.total] }, expected, text)
+        }
+    }
+
+    // MARK: RetryPolicy and HTTPDate
+
+    func testRetryDelay() {
+        let policy = RetryPolicy(baseSeconds: 2, maximumSeconds: 60, maximumAttempts: 6)
+        // (attempt, Retry-After, jitter, delay)
+        let table: [(Int, Double?, Double, Double?)] = [
+            (1, nil, 1, 2), (1, nil, 0, 1), (1, nil, 0.5, 1.5), (2, nil, 1, 4), (3, nil, 1, 8), (4, nil, 0, 8),
+            (5, nil, 1, 32), (5, nil, 7, 32), (5, nil, -3, 16),
+            (3, 30, 1, 30), (3, 3, 1, 8), (3, 600, 0, 60),
+            (6, nil, 1, nil), (6, 5, 1, nil), (7, nil, 1, nil),
+        ]
+        for (attempt, retryAfter, jitter, expected) in table {
+            XCTAssertEqual(policy.delay(afterAttempt: attempt, retryAfter: retryAfter, jitter: jitter), expected,
+                           "attempt \(attempt), Retry-After \(retryAfter as Any), jitter \(jitter)")
+        }
+        let capped = RetryPolicy(baseSeconds: 1, maximumSeconds: 300, maximumAttempts: 100)
+        XCTAssertEqual([(9, 1.0), (10, 1), (10, 0), (99, 1)].map { capped.delay(afterAttempt: $0.0, retryAfter: nil, jitter: $0.1) },
+                       [256, 300, 150, 300])
+        XCTAssertEqual([9, 10].map { RetryPolicy().delay(afterAttempt: $0, retryAfter: nil, jitter: 1) }, [256, nil], "default: 10 attempts")
+    }
+
+    func testRetryAfterAndHTTPDate() {
+        let now = 784_111_700.0
+        let table: [(String, Double?)] = [
+            ("120", 120), ("0", 0), ("  7\t", 7), ("Sun, 06 Nov 1994 08:49:37 GMT", 77), ("Sun, 06 Nov 1994 08:00:00 GMT", 0),
+            ("-5", nil), ("1.5", nil), ("soon", nil), ("", nil),
+        ]
+        for (value, expected) in table {
+            XCTAssertEqual(RetryPolicy.retryAfterSeconds(value, now: now), expected, value)
+        }
+        let dates: [(String, Int64?)] = [
+            ("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_777), ("Thu, 01 Jan 1970 00:00:00 GMT", 0),
+            ("Thu, 29 Feb 2024 00:00:00 GMT", 1_709_164_800), ("Tue, 29 Feb 2000 12:00:00 GMT", 951_825_600),
+            ("Fri, 01 Mar 2024 00:00:00 GMT", 1_709_251_200),
+            ("Sun, 06 Nov 1994 08:49:37 UTC", nil), ("Sun, 06 nov 1994 08:49:37 GMT", nil), ("Sun, 32 Nov 1994 08:49:37 GMT", nil),
+            ("Sun, 06 Nov 1994 24:00:00 GMT", nil), ("Sun, 06 Nov 1994 08:60:00 GMT", nil), ("Sun, 06 Nov 1994 08:49 GMT", nil),
+            ("Sunday, 06-Nov-94 08:49:37 GMT", nil), ("Sun Nov  6 08:49:37 1994", nil), ("", nil),
+        ]
+        for (text, expected) in dates {
+            XCTAssertEqual(HTTPDate.unixSeconds(text), expected, text)
+        }
+    }
+
+    // MARK: JobQueue and ProgressCheckpoint
+
+    func testQueueOrder() {
+        let jobs = [
+            job("a", 1, .low), job("b", 2, .normal), job("c", 3, .high), job("d", 4, .normal),
+            job("e", 5, .high, .running), job("f", 6, .high, .deferred), job("g", 7, .high, .paused), job("h", 0, .normal),
+            job("i", 8, .high, .completed),
+        ]
+        XCTAssertEqual(JobQueue.toStart(jobs, running: 0, limit: 10), ["c", "h", "b", "d", "a"])
+        XCTAssertEqual(JobQueue.toStart(jobs, running: 1, limit: 3), ["c", "h"])
+        XCTAssertEqual(JobQueue.toStart(jobs.reversed(), running: 0, limit: 2), ["c", "h"])
+        XCTAssertEqual(JobQueue.toStart(jobs, running: 3, limit: 3), [])
+        XCTAssertEqual(JobQueue.toStart(jobs, running: 5, limit: 3), [])
+        XCTAssertEqual(JobQueue.toStart([job("x", 1, .low, .failed)], running: 0, limit: 3), [])
+    }
+
+    func testProgressCheckpoint() {
+        let checkpoint = ProgressCheckpoint(intervalSeconds: 1, intervalBytes: 1000)
+        let table: [(Int64, Double, Bool)] = [
+            (0, 0, false), (0, 60, false), (1, 0.5, false), (999, 0.99, false), (1, 1, true), (1000, 0, true), (5000, 0.1, true),
+        ]
+        for (bytes, seconds, due) in table {
+            XCTAssertEqual(checkpoint.isDue(bytesSince: bytes, secondsSince: seconds), due, "\(bytes) B, \(seconds) s")
+        }
+        XCTAssertEqual(ProgressCheckpoint(), ProgressCheckpoint(intervalSeconds: 1, intervalBytes: 8 * 1024 * 1024))
+    }
+
+    // MARK: TransferURL and OutputPath
+
+    func testTransferURL() throws {
+        let ok: [(String, String, String, Int?)] = [
+            ("http://Mirror.EXAMPLE.org/pub/x.iso", "http", "mirror.example.org", nil),
+            ("HTTPS://mirror.test:8443/x?y=1#z", "https", "mirror.test", 8443),
+            ("http://[2001:DB8::1]:8080/x", "http", "2001:db8::1", 8080), ("http://[::1]/", "http", "::1", nil),
+            ("http://192.0.2.1", "http", "192.0.2.1", nil), ("http://host:/x", "http", "host", nil), ("http://h:65535", "http", "h", 65535),
+        ]
+        for (text, scheme, host, port) in ok {
+            let url = try TransferURL(text)
+            XCTAssertEqual([url.scheme, url.host], [scheme, host], text)
+            XCTAssertEqual(url.port, port, text)
+        }
+        let refused: [(String, String)] = [
+            ("ftp://mirror.test/x", "only http and https are supported"),
+            ("mirror.test/x", "expected http://HOST/… or https://HOST/…"), ("http:/mirror.test/x", "expected http://HOST/… or https://HOST/…"),
+            ("http://user:pw@mirror.test/x", "credentials do not belong in URLs (use a netrc file)"),
+            ("http://mirror.test/a b", "spaces, control or non-ASCII characters must be percent-encoded"),
+            ("http://mirrör.test/", "spaces, control or non-ASCII characters must be percent-encoded"),
+            ("http://mirror.test/\u{7f}", "spaces, control or non-ASCII characters must be percent-encoded"),
+            ("http://mirror.test:0/", "bad port"), ("http://mirror.test:65536/", "bad port"), ("http://mirror.test:http/", "bad port"),
+            ("http:///x", "no host"), ("http://:80/x", "no host"), ("http://[]/", "no host"),
+            ("http://[::1/", "unterminated IPv6 literal"), ("http://[::1]x/", "unexpected text after the IPv6 literal"),
+            ("http://mirror%2Etest/", "bad character in host"), ("http://[example.com]/", "brackets hold IPv6 addresses only"),
+            ("http://mirror.test:+80/", "bad port"),
+            ("http://" + String(repeating: "a", count: 8200), "longer than 8192 bytes"),
+        ]
+        for (text, why) in refused {
+            XCTAssertThrowsError(try TransferURL(text), text) { error in
+                XCTAssertEqual("\(error)", "invalid URL \"\(text.prefix(200))\": \(why)")
+            }
+        }
+    }
+
+    func testOutputPath() {
+        let name200 = String(repeating: "n", count: 200)
+        for path in ["/srv/x.iso", "/x", "/a//b", "/a/.hidden", "/a/..b", "/\(name200)"] {
+            XCTAssertNoThrow(try OutputPath.validate(path), path)
+        }
+        let refused: [(String, String)] = [
+            ("x.iso", "must be absolute"), ("", "must be absolute"), ("/srv/", "names a directory"), ("/", "names a directory"),
+            ("/srv/../etc/passwd", "contains . or .. components"), ("/srv/./x", "contains . or .. components"),
+            ("/srv/..", "contains . or .. components"), ("/srv/a\u{0}b", "contains NUL"),
+            ("/" + name200 + "n", "file name longer than 200 bytes"),
+            ("/" + String(repeating: "d/", count: 2048) + "x", "longer than PATH_MAX"),
+        ]
+        for (path, why) in refused {
+            XCTAssertThrowsError(try OutputPath.validate(path), path) { error in
+                XCTAssertEqual("\(error)", "invalid output path \"\(path.prefix(200))\": \(why)")
+            }
+        }
+    }
+
+    // MARK: Job
+
+    func testJobBasics() {
+        XCTAssertEqual(job("0123456789abcdef", 1, output: "/a/b/c.iso").partialPath, "/a/b/.c.iso.0123456789abcdef.part")
+        XCTAssertEqual(job("00ff", 1, output: "/c.iso").partialPath, "/.c.iso.00ff.part")
+        var fixed = FixedGenerator(values: [0, 0xff, .max, 0x0123_4567_89ab_cdef])
+        XCTAssertEqual((0..<4).map { _ in Job.newID(using: &fixed) },
+                       ["0000000000000000", "00000000000000ff", "ffffffffffffffff", "0123456789abcdef"])
+        var random = SplitMix(state: 42)
+        let ids = (0..<200).map { _ in Job.newID(using: &random) }
+        XCTAssertEqual(Set(ids).count, 200)
+        for id in ids { XCTAssertTrue(id.count == 16 && id.allSatisfy { "0123456789abcdef".contains($0) }, id) }
+
+        XCTAssertEqual(JobState.allCases.filter(\.isTerminal), [.completed, .failed, .cancelled])
+        XCTAssertEqual([Priority.high, .low, .normal].sorted(), [.low, .normal, .high])
+        let mine = job("1", 1)
+        XCTAssertEqual([Owner(uid: 0, gid: 0), Owner(uid: 1000, gid: 5), Owner(uid: 1001, gid: 1000)].map { $0.mayControl(mine) },
+                       [true, true, false])
+        XCTAssertEqual([Validators(etag: "W/\"x\"", lastModified: "L"), Validators(etag: "\"x\"", lastModified: "L"), Validators(etag: "x")]
+            .map(\.ifRange), ["L", "\"x\"", nil])
+        let fresh = job("1", 7, .high)
+        XCTAssertEqual([fresh.state.rawValue, fresh.priority.rawValue, fresh.url], ["queued", "high", "http://mirror.test/x"])
+        XCTAssertEqual(fresh.updated, fresh.created)
+        XCTAssertNil(fresh.bytesTotal)
+    }
+
+    func testJobWireForm() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let fresh = job("0123456789abcdef", 3)
+        let text = String(decoding: try encoder.encode(fresh), as: UTF8.self)
+        XCTAssertEqual(text, #"{"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
+            + #""created":"2023-11-14T22:13:20.000000Z","etag":null,"id":"0123456789abcdef","lastModified":null,"#
+            + #""output":"/srv/x.iso","priority":"normal","reason":null,"retryAt":null,"sequence":3,"sha256":null,"#
+            + #""state":"queued","uid":1000,"updated":"2023-11-14T22:13:20.000000Z","url":"http://mirror.test/x"}"#)
+
+        var full = fresh
+        (full.state, full.allowMetered, full.sha256, full.attempts) = (.deferred, true, String(repeating: "ab", count: 32), 2)
+        (full.bytesReceived, full.bytesTotal, full.reason) = (123, 456, "deferred: \"quoted\"\n")
+        full.validators = Validators(etag: "\"e\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        (full.retryAt, full.updated) = (Timestamp(microseconds: 1_700_000_001_000_001), Timestamp(microseconds: 1_700_000_002_654_321))
+        for original in [fresh, full] {
+            let decoded = try JSONDecoder().decode(Job.self, from: encoder.encode(original))
+            var expected = original
+            expected.owner = Owner(uid: original.owner.uid, gid: 0)
+            XCTAssertEqual(decoded, expected)
+            XCTAssertNotEqual(decoded, original, "gid and groups are not on the wire")
+        }
+    }
+}

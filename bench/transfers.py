@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Driver of bench/transfers (which sets up the namespaces, nginx and reachd-testserver): prints the figures."""
+import argparse, json, os, signal, socket, statistics, subprocess, threading, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--bin", required=True)
+parser.add_argument("--work", required=True)
+parser.add_argument("--host-ns", required=True)
+parser.add_argument("--size-mib", type=int, default=1024)
+parser.add_argument("--rounds", type=int, default=3)
+parser.add_argument("--pauses", type=int, default=5)
+args = parser.parse_args()
+work, ns = args.work, args.host_ns
+size = args.size_mib << 20
+sock_path = f"{work}/transfers.sock"
+www_file = f"{work}/www/big.bin"
+nginx_url = "http://mirror.test:8080/big.bin"
+
+
+def sh(*command):
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
+class Client:
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(sock_path)
+        self.buffer = b""
+        self.held = []
+
+    def line(self, timeout=None):
+        self.sock.settimeout(timeout)
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("reachd-transfers closed the connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def call(self, request):
+        self.sock.sendall((json.dumps(request) + "\n").encode())
+        while True:
+            reply = self.line(60)
+            if reply["type"] == "event":
+                self.held.append(reply["job"])
+                continue
+            if reply["type"] == "error":
+                raise RuntimeError(reply["error"])
+            return reply
+
+    def event(self, timeout=None):
+        if self.held:
+            return self.held.pop(0)
+        while True:
+            reply = self.line(timeout)
+            if reply["type"] == "event":
+                return reply["job"]
+
+
+class Daemon:
+    def __init__(self):
+        with open(f"{work}/transfers.toml", "w") as config:
+            config.write("[downloads]\nmetered_threshold = 10485760\n")
+        self.log = open(f"{work}/transfers.log", "a")
+        self.process = subprocess.Popen(
+            ["ip", "netns", "exec", ns, f"{args.bin}/reachd-transfers", "--socket", sock_path, "--state-dir", f"{work}/state",
+             "--config", f"{work}/transfers.toml", "--log-level", "warning"], stderr=self.log, stdout=subprocess.DEVNULL)
+        for _ in range(500):
+            try:
+                Client().call({"op": "ping"})
+                return
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("reachd-transfers did not start")
+
+    def rss_kib(self):
+        with open(f"/proc/{self.process.pid}/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+    def kill(self, sig):
+        self.process.send_signal(sig)
+        self.process.wait()
+
+
+def add(url, output, **extra):
+    return Client().call({"op": "add", "url": url, "output": output, **extra})["job"]["id"]
+
+
+def wait(job_id, condition, timeout=600):
+    client = Client()
+    job = client.call({"op": "watch", "job": job_id})["jobs"][0]
+    deadline = time.monotonic() + timeout
+    while not condition(job):
+        job = client.event(max(0.01, deadline - time.monotonic()))
+    return job
+
+
+def nginx_bytes():
+    total, records = 0, []
+    with open(f"{work}/access.log") as log:
+        for line in log:
+            if '"GET /big.bin' in line and "reachd-transfers" in line:
+                status, sent = line.split('"')[2].split()[:2]
+                records.append((int(status), int(sent)))
+                total += int(sent)
+    return total, records
+
+
+print(f"file: {args.size_mib} MiB, from nginx (sendfile) in a peer namespace over a veth pair; outputs on {sh('df', '--output=fstype', work).split()[-1]}")
+sh("sh", "-c", f"head -c {size} /dev/urandom > {www_file}")
+daemon = Daemon()
+time.sleep(1)
+print(f"reachd-transfers RSS idle: {daemon.rss_kib() / 1024:.1f} MB")
+
+# 1. Throughput, alternating with curl -o; curl + fsync of the file as well, since the daemon fsyncs before the rename.
+curl_rates, curl_sync_rates, daemon_rates, written_rates, peaks = [], [], [], [], []
+for round_number in range(args.rounds):
+    output = f"{work}/out/curl.bin"
+    start = time.monotonic()
+    sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", output, nginx_url)
+    curl_time = time.monotonic() - start
+    sh("sync", output)
+    curl_sync_time = time.monotonic() - start
+    os.unlink(output)
+    curl_rates.append(size / curl_time / 1e6)
+    curl_sync_rates.append(size / curl_sync_time / 1e6)
+
+    output = f"{work}/out/daemon.bin"
+    peak = [daemon.rss_kib()]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], daemon.rss_kib())
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    start = time.monotonic()
+    job = add(nginx_url, output)
+    partial = f"{work}/out/.daemon.bin.{job}.part"
+    while os.path.exists(partial) and os.path.getsize(partial) < size:
+        time.sleep(0.001)
+    written_time = time.monotonic() - start
+    finished = wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled"))
+    daemon_time = time.monotonic() - start
+    done.set()
+    sampler.join()
+    assert finished["state"] == "completed", finished
+    assert os.path.getsize(output) == size
+    os.unlink(output)
+    daemon_rates.append(size / daemon_time / 1e6)
+    written_rates.append(size / written_time / 1e6)
+    peaks.append(peak[0] / 1024)
+    print(f"round {round_number + 1}: curl -o {curl_rates[-1]:.0f} MB/s (with fsync {curl_sync_rates[-1]:.0f} MB/s), "
+          f"reachd-transfers {written_rates[-1]:.0f} MB/s to the last byte in the partial file, {daemon_rates[-1]:.0f} MB/s to completed "
+          f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB")
+median = statistics.median
+print(f"throughput median: bytes written {median(written_rates):.0f} MB/s = {median(written_rates) / median(curl_rates):.2f} x curl -o; "
+      f"completed (fsynced, renamed) {median(daemon_rates):.0f} MB/s = {median(daemon_rates) / median(curl_sync_rates):.2f} x curl -o + fsync "
+      f"(target 0.95); daemon RSS peak {max(peaks):.1f} MB (target 40)")
+
+# 2. kill -9 in the middle of a transfer, restart, count what crossed the link twice. A fresh daemon, so that
+# the transfer has a connection of its own (tcp_info counts per connection).
+daemon.kill(signal.SIGTERM)
+daemon = Daemon()
+output = f"{work}/out/killed.bin"
+open(f"{work}/access.log", "w").close()
+sh("sh", "-c", f"kill -USR1 $(cat {work}/nginx.pid)")
+time.sleep(0.2)
+job = add(nginx_url, output)
+partial = f"{work}/out/.killed.bin.{job}.part"
+while not os.path.exists(partial) or os.path.getsize(partial) < size * 2 // 5:
+    time.sleep(0.002)
+# Freeze the daemon first: the kernel keeps receiving until the socket buffer is full; then read how much
+# of the body crossed the link (tcp_info bytes_received) before the kill.
+daemon.process.send_signal(signal.SIGSTOP)
+time.sleep(0.3)
+ss = sh("ip", "netns", "exec", ns, "ss", "-tinH", "dst", "203.0.113.80")
+received = max(int(field.split(":")[1]) for field in ss.split() if field.startswith("bytes_received:"))
+daemon.kill(signal.SIGKILL)
+on_disk = os.path.getsize(partial)
+daemon = Daemon()
+wait(job, lambda j: j["state"] == "completed")
+assert sh("sha256sum", output).split()[0] == sh("sha256sum", www_file).split()[0], "corrupt after kill -9"
+time.sleep(0.5)
+sent, records = nginx_bytes()
+resumed_at = size - records[-1][1]
+print(f"kill -9 with {on_disk / 2**20:.1f} MiB on disk: {received / 2**20:.2f} MiB had crossed the link, the restart resumed at "
+      f"{resumed_at / 2**20:.2f} MiB: fetched again over the link {(received - resumed_at) / 2**20:.2f} MiB (target 1 MiB; "
+      f"nginx had handed {(sent - size) / 2**20:.2f} MiB more to its socket buffers than the file holds); sha256 matches")
+os.unlink(output)
+
+# 3. Pause latency: a paced transfer (reachd-testserver, 20 MB/s) over eth0; eth0 goes down, the route is wwan0 (metered).
+url = "http://mirror.test:8081/big.bin?rate=20000000"
+output = f"{work}/out/paced.bin"
+job = add(url, output)
+partial = f"{work}/out/.paced.bin.{job}.part"
+events, last_bytes = [], []
+for attempt in range(args.pauses):
+    wait(job, lambda j: j["state"] == "running" and j["bytesReceived"] > 0)
+    time.sleep(0.5)
+    client = Client()
+    client.call({"op": "watch", "job": job})
+    t0 = time.monotonic()
+    sh("ip", "-n", ns, "link", "set", "eth0", "down")
+    while client.event(10)["state"] != "deferred":
+        pass
+    events.append((time.monotonic() - t0) * 1000)
+    # When did the partial file last grow?
+    last_size, last_change = os.path.getsize(partial), t0
+    while time.monotonic() - last_change < 0.3:
+        current = os.path.getsize(partial)
+        if current != last_size:
+            last_size, last_change = current, time.monotonic()
+        time.sleep(0.001)
+    last_bytes.append(max(0.0, (last_change - t0) * 1000))
+    sh("ip", "-n", ns, "link", "set", "eth0", "up")
+    sh("ip", "-n", ns, "route", "replace", "default", "via", "192.0.2.1", "dev", "eth0", "metric", "100")
+Client().call({"op": "cancel", "job": job})
+print(f"pause latency over {args.pauses} switches (eth0 down -> job deferred): median {median(events):.1f} ms, max {max(events):.1f} ms; "
+      f"last byte written to the partial file after the switch: median {median(last_bytes):.1f} ms, max {max(last_bytes):.1f} ms (target 100 ms)")
+daemon.kill(signal.SIGTERM)
