@@ -81,7 +81,7 @@ let package = Package(
         .target(
             name: "Reachability",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdClient", "ReachdProtocol",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdClient", "ReachdProtocol", "ReachdTransferModel",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -14,6 +14,9 @@ public final class TransferClient {
         connection = try ReachdConnection(path: path)
     }
 
+    /// The socket, e.g. to `shutdown(2)` it from another thread and end a blocking read.
+    public var fileDescriptor: Int32 { connection.fileDescriptor }
+
     /// Sends `request` and returns its answer (`job`, `jobs` or `pong`); a refusal throws `.refused`.
     /// Events that arrive first are kept for `nextEvent`.
     public func call(_ request: TransferRequest, timeout: Double? = 30) throws(ClientError) -> TransferReply {

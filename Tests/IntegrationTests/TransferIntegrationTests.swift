@@ -1,6 +1,7 @@
 import Foundation
 import ReachdClient
 import ReachdProtocol
+import Reachability
 import ReachdTransferModel
 import XCTest
 
@@ -301,5 +302,31 @@ final class TransferIntegrationTests: XCTestCase {
         usleep(200_000)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: lab.out).filter { $0.contains("n2.bin") }
         XCTAssertEqual(leftovers, [], "a cancelled job leaves no partial file")
+    }
+
+    func testSwiftLibraryQueuesControlsAndFollowsAJob() async throws {
+        try start()
+        let sum = try lab.serve("lib.bin", bytes: 2_000_000)
+        let queue = TransferQueue(socketPath: lab.socketPath)
+        let added = try await queue.add(DownloadSpec(url: lab.url("lib.bin?rate=2000000"), output: lab.out + "/lib.bin", sha256: sum))
+        var states: [JobState] = []
+        var last: Job?
+        for try await job in queue.updates(of: added.id) {
+            if states.last != job.state { states.append(job.state) }
+            last = job
+        }
+        XCTAssertEqual(last?.state, .completed)
+        XCTAssertEqual(last?.bytesReceived, 2_000_000)
+        XCTAssertTrue(states.contains(.running), "\(states)")
+        XCTAssertEqual(try lab.sha256(lab.out + "/lib.bin"), sum)
+        let listed = try await queue.jobs()
+        XCTAssertEqual(listed.map(\.id), [added.id])
+        do {
+            _ = try await queue.resume(added.id)
+            XCTFail("a completed job cannot be resumed")
+        } catch let error as ClientError {
+            guard case .refused(let refusal) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(refusal.code, .conflict)
+        }
     }
 }
