@@ -93,6 +93,8 @@ final class Fetcher: Sendable {
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, deadline: .distantFuture)
+        } catch let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected {
+            return .failed(reason: "failed: more than 5 redirects, or a redirect loop")
         } catch {
             return Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)
         }

@@ -49,6 +49,51 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertTrue(show.out.contains("\"bytesTotal\":4194304"), show.out)
     }
 
+    func testUnreachableServerIsWaitedForWithoutRequests() throws {
+        try start(eth0: false)
+        try lab.lab.ip("route del default dev wwan0")
+        let sum = try lab.serve("f.bin", bytes: 100_000)
+        let id = try lab.add(lab.url("f.bin"), output: lab.out + "/f.bin")
+        let waiting = try lab.waitFor(id, "deferred as unreachable") { $0.state == .deferred && ($0.reason ?? "").contains("not reachable") }
+        XCTAssertTrue(waiting.reason!.hasPrefix("deferred: mirror.test is not reachable"), waiting.reason!)
+        XCTAssertTrue(waiting.reason!.hasSuffix("waits for a route to it"), waiting.reason!)
+        usleep(1_500_000)
+        XCTAssertTrue(lab.requests().isEmpty, "no attempts while there is no route")
+        XCTAssertEqual(try lab.client().job(TransferRequest(op: .show, job: id)).attempts, 0)
+        try lab.addEth0()
+        try lab.waitFor(id, "completed once a route exists") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
+    }
+
+    func testRedirectsAreFollowed() throws {
+        try start()
+        let sum = try lab.serve("r.bin", bytes: 300_000)
+        let id = try lab.add(lab.url("r.bin?redirect=3"), output: lab.out + "/r.bin")
+        try lab.waitFor(id, "completed") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
+        XCTAssertEqual(gets("r.bin").map { $0["status"] as? Int }, [302, 302, 302, 200])
+        let loop = try lab.add(lab.url("r.bin?redirect=9"), output: lab.out + "/loop.bin")
+        let failed = try lab.waitFor(loop, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.state, .failed)
+        XCTAssertEqual(failed.reason, "failed: more than 5 redirects, or a redirect loop")
+    }
+
+    func testPriorityOrderWithOneSlot() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon(config: "[downloads]\nconcurrency = 1\n")
+        for name in ["first", "low", "normal", "high"] { try lab.serve(name + ".bin", bytes: 200_000) }
+        let first = try lab.add(lab.url("first.bin?rate=400000"), output: lab.out + "/first.bin")
+        try lab.waitFor(first, "running") { $0.state == .running }
+        let low = try lab.add(lab.url("low.bin"), output: lab.out + "/low.bin", ["--priority", "low"])
+        let normal = try lab.add(lab.url("normal.bin"), output: lab.out + "/normal.bin")
+        let high = try lab.add(lab.url("high.bin"), output: lab.out + "/high.bin", ["--priority", "high"])
+        XCTAssertEqual(try lab.client().job(TransferRequest(op: .show, job: high)).state, .queued, "one slot, taken")
+        for id in [low, normal, high] { try lab.waitFor(id, "completed") { $0.state == .completed } }
+        let order = lab.requests().filter { $0["method"] as? String == "GET" }.compactMap { $0["path"] as? String }
+        XCTAssertEqual(order, ["/first.bin", "/high.bin", "/normal.bin", "/low.bin"])
+    }
+
     func testAllowMeteredRunsALargeJobOnWWAN() throws {
         try start(eth0: false)
         let sum = try lab.serve("big.bin", bytes: 3 << 20)
