@@ -42,10 +42,10 @@ final class Fetcher: Sendable {
     private let logger: Logger
     /// Bytes gathered before a write: small, because what is received but not yet written is fetched
     /// again after a crash.
-    static let writeBatchBytes = 256 << 10
+    static let writeBatchBytes = 128 << 10
     /// The socket's receive buffer: bounds the bytes in flight (also lost by a crash) without limiting
     /// speed on fast links (the kernel would otherwise grow it to several MiB).
-    static let receiveBufferBytes = 256 << 10
+    static let receiveBufferBytes = 128 << 10
     /// Write-back is started every this many bytes.
     static let writeBackBytes: Int64 = 16 << 20
 
@@ -131,45 +131,48 @@ final class Fetcher: Sendable {
     }
 
     /// Streams the body to the file; stops (after writing what arrived) when the task is cancelled.
+    /// One batch is written on a file thread while the next is received.
     private func receive(_ body: HTTPClientResponse.Body, into fd: Int32, at start: Int64, total: Int64?,
                          jobID: String, observer: some FetchObserver) async -> FetchOutcome {
-        var position = start
-        var writtenBack = start
+        var writer = BatchWriter(fd: fd, pool: fileThreads, position: start)
         var batch: [ByteBuffer] = []
         var batchBytes = 0
-        func flush() async -> FetchOutcome? {
-            guard batchBytes > 0 else { return nil }
-            let buffers = batch, at = position
-            batch.removeAll(keepingCapacity: true)
-            do {
-                let writeBack = at + Int64(batchBytes) - writtenBack >= Self.writeBackBytes ? writtenBack : nil
-                try await fileThreads.runUncancellable { try Self.write(buffers, to: fd, at: at, writeBackFrom: writeBack) }
-                if writeBack != nil { writtenBack = at + Int64(batchBytes) }
-            } catch let error as FileError {
-                return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
-            } catch {
-                return .failed(reason: "failed: writing the partial file: \(error)")
-            }
-            position += Int64(batchBytes)
-            batchBytes = 0
-            await observer.progress(jobID: jobID, bytes: position)
-            return nil
+        func failure(_ error: any Error) -> FetchOutcome {
+            guard let error = error as? FileError else { return .failed(reason: "failed: writing the partial file: \(error)") }
+            return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
         }
         var streamError: (any Error)?
         do {
             for try await chunk in body {
                 batch.append(chunk)
                 batchBytes += chunk.readableBytes
-                if let total, position + Int64(batchBytes) > total {
+                if let total, writer.queuedEnd + Int64(batchBytes) > total {
+                    try? await writer.finish()
                     return .restart(reason: "server sent more than the \(total) bytes it announced")
                 }
-                if batchBytes >= Self.writeBatchBytes, let failure = await flush() { return failure }
+                if batchBytes >= Self.writeBatchBytes {
+                    do {
+                        try await writer.submit(batch, bytes: batchBytes)
+                    } catch {
+                        return failure(error)
+                    }
+                    batch.removeAll(keepingCapacity: true)
+                    batchBytes = 0
+                    await observer.progress(jobID: jobID, bytes: writer.written)
+                }
                 if Task.isCancelled { break }
             }
         } catch {
             streamError = error
         }
-        if let failure = await flush() { return failure }
+        do {
+            if batchBytes > 0 { try await writer.submit(batch, bytes: batchBytes) }
+            try await writer.finish()
+        } catch {
+            return failure(error)
+        }
+        let position = writer.written
+        await observer.progress(jobID: jobID, bytes: position)
         if Task.isCancelled { return .stopped }
         if let streamError {
             return .retry(reason: "connection lost after \(position) bytes: \(Self.describe(streamError))", retryAfter: nil)
@@ -180,9 +183,48 @@ final class Fetcher: Sendable {
         return await sync(fd) ?? .complete(total: position)
     }
 
-    /// Writes the buffers at `offset`; with `writeBackFrom`, then starts write-back of the file from there
-    /// to the end of this write, so the fsync before the rename has little left to do.
-    private static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws {
+    /// Batches on their way to the partial file: at most one write in flight on a file thread, so the
+    /// network and the disk work at the same time. Waits even in a cancelled task (nothing received is dropped).
+    private struct BatchWriter {
+        let fd: Int32
+        let pool: NIOThreadPool
+        /// Bytes of the file on disk: every write before the one in flight.
+        private(set) var written: Int64
+        /// Where the next batch goes.
+        private(set) var queuedEnd: Int64
+        private var writtenBack: Int64
+        private var inflight: EventLoopFuture<Void>?
+
+        init(fd: Int32, pool: NIOThreadPool, position: Int64) {
+            self.fd = fd
+            self.pool = pool
+            written = position
+            queuedEnd = position
+            writtenBack = position
+        }
+
+        /// Waits for the write in flight, then starts writing `buffers`.
+        mutating func submit(_ buffers: [ByteBuffer], bytes: Int) async throws {
+            try await finish()
+            let at = queuedEnd, end = at + Int64(bytes), fd = fd
+            let writeBack = end - writtenBack >= Fetcher.writeBackBytes ? writtenBack : nil
+            if writeBack != nil { writtenBack = end }
+            inflight = pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
+                try Fetcher.write(buffers, to: fd, at: at, writeBackFrom: writeBack)
+            }
+            queuedEnd = end
+        }
+
+        /// Waits for the write in flight.
+        mutating func finish() async throws {
+            guard let pending = inflight else { return }
+            inflight = nil
+            try await pending.get()
+            written = queuedEnd
+        }
+    }
+
+    fileprivate static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws {
         var at = offset
         for buffer in buffers {
             try buffer.withUnsafeReadableBytes { bytes in

@@ -23,7 +23,16 @@ final class TransferIntegrationTests: XCTestCase {
         try lab.startDaemon(config: config)
     }
 
-    private func gets(_ path: String) -> [[String: Any]] { lab.requests(path: path).filter { $0["method"] as? String == "GET" } }
+    /// The GETs of `path` the test server logged. A request is logged when its response ends, which can be a
+    /// moment after the client has the last byte: wait up to 2 s for `atLeast` of them.
+    private func gets(_ path: String, atLeast: Int = 0) -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(2)
+        while true {
+            let found = lab.requests(path: path).filter { $0["method"] as? String == "GET" }
+            if found.count >= atLeast || Date() > deadline { return found }
+            usleep(20_000)
+        }
+    }
 
     func testLargeJobDefersOnWWANWhileSmallOneRunsAndStartsWhenEth0ComesUp() throws {
         try start(eth0: false)
@@ -71,7 +80,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("r.bin?redirect=3"), output: lab.out + "/r.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
-        XCTAssertEqual(gets("r.bin").map { $0["status"] as? Int }, [302, 302, 302, 200])
+        XCTAssertEqual(gets("r.bin", atLeast: 4).map { $0["status"] as? Int }, [302, 302, 302, 200])
         let loop = try lab.add(lab.url("r.bin?redirect=9"), output: lab.out + "/loop.bin")
         let failed = try lab.waitFor(loop, "failed") { $0.state.isTerminal }
         XCTAssertEqual(failed.state, .failed)
@@ -90,6 +99,7 @@ final class TransferIntegrationTests: XCTestCase {
         let high = try lab.add(lab.url("high.bin"), output: lab.out + "/high.bin", ["--priority", "high"])
         XCTAssertEqual(try lab.client().job(TransferRequest(op: .show, job: high)).state, .queued, "one slot, taken")
         for id in [low, normal, high] { try lab.waitFor(id, "completed") { $0.state == .completed } }
+        _ = gets("low.bin", atLeast: 1)
         let order = lab.requests().filter { $0["method"] as? String == "GET" }.compactMap { $0["path"] as? String }
         XCTAssertEqual(order, ["/first.bin", "/high.bin", "/normal.bin", "/low.bin"])
     }
@@ -119,7 +129,7 @@ final class TransferIntegrationTests: XCTestCase {
         let done = try lab.waitFor(id, "completed after eth0 came back", timeout: 30) { $0.state == .completed }
         XCTAssertEqual(done.bytesReceived, 12 << 20)
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
-        let requests = gets("big.bin")
+        let requests = gets("big.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
         let resume = try XCTUnwrap(requests.last)
         let range = try XCTUnwrap(resume["range"] as? String)
@@ -136,7 +146,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("f.bin?drop-after=1000000"), output: lab.out + "/f.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        let requests = gets("f.bin")
+        let requests = gets("f.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
         // The retry asks for the rest of what reached the disk (bytes still in flight when the connection broke are asked again).
         let offset = try XCTUnwrap(Self.rangeStart(requests.last?["range"] as? String))
@@ -158,7 +168,7 @@ final class TransferIntegrationTests: XCTestCase {
         let newSum = try lab.serve("f.bin", bytes: 2_500_000, seed: 7)
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), newSum, "the new version, whole, not old bytes plus new")
-        let retry = try XCTUnwrap(gets("f.bin").last)
+        let retry = try XCTUnwrap(gets("f.bin", atLeast: 2).last)
         XCTAssertEqual(retry["status"] as? Int, 200, "If-Range with the old ETag gets the whole new file")
         XCTAssertNotNil(retry["ifRange"] as? String)
     }
@@ -169,7 +179,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("f.bin?drop-after=1000000&ignore-range=1"), output: lab.out + "/f.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        let requests = gets("f.bin")
+        let requests = gets("f.bin", atLeast: 2)
         XCTAssertEqual(requests.map { $0["status"] as? Int }, [200, 200])
         XCTAssertNotNil(Self.rangeStart(requests.last?["range"] as? String), "the retry asked for a range and got the whole file")
     }
@@ -187,7 +197,7 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.download(["resume", id]).status, 0)
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        let last = try XCTUnwrap(gets("f.bin").last)
+        let last = try XCTUnwrap(gets("f.bin", atLeast: 2).last)
         XCTAssertEqual(last["status"] as? Int, 416)
         XCTAssertEqual(last["range"] as? String, "bytes=\(size)-")
     }
@@ -200,7 +210,7 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertTrue((waiting.reason ?? "").contains("server answered 503"), waiting.reason ?? "")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        XCTAssertEqual(gets("f.bin").map { $0["status"] as? Int }, [503, 503, 200])
+        XCTAssertEqual(gets("f.bin", atLeast: 3).map { $0["status"] as? Int }, [503, 503, 200])
     }
 
     func testNotFoundFailsWithTheStatusAndWaitExitsOne() throws {
@@ -225,7 +235,7 @@ final class TransferIntegrationTests: XCTestCase {
         try lab.startDaemon(config: config)
         try lab.waitFor(id, "completed after the restart", timeout: 30) { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
-        let requests = gets("big.bin")
+        let requests = gets("big.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
         let fetched = requests.compactMap { $0["bodyBytes"] as? Int }.reduce(0, +)
         XCTAssertLessThanOrEqual(fetched - size, 1 << 20, "bytes fetched twice")
