@@ -56,9 +56,9 @@ install: build
 	install -m 0644 reachd.toml.example $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml.example
 	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
 	install -m 0644 systemd/reachd.sysusers $(DESTDIR)$(SYSUSERSDIR)/reachd.conf
-	install -m 0644 dbus/org.reachd.Reachability1.conf $(DESTDIR)$(DBUSDIR)/system.d/
-	install -m 0644 dbus/org.reachd.Reachability1.service $(DESTDIR)$(DBUSDIR)/system-services/
-	install -m 0644 dbus/org.reachd.Reachability1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
+	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
+	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 
 clean:
 	rm -rf .build

@@ -54,7 +54,7 @@ let package = Package(
             name: "ReachdTransfers",
             dependencies: [
                 "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon",
-                "CReachdFiles",
+                "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -51,3 +51,43 @@ int reachd_bus_add_object(sd_bus *bus, const char *path, const char *interface,
     sd_bus_slot_set_destroy_callback(*slot, free_object);
     return r;
 }
+
+struct reachd_transfers_object {
+    reachd_transfers_bus_callbacks callbacks;
+    void *context;
+};
+
+static int transfers_method(sd_bus_message *call, void *userdata, sd_bus_error *error) {
+    struct reachd_transfers_object *object = userdata;
+    return object->callbacks.method(object->context, call);
+}
+
+static const sd_bus_vtable transfers_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_METHOD_WITH_NAMES("Add", "ssa{sv}", SD_BUS_PARAM(url) SD_BUS_PARAM(output) SD_BUS_PARAM(options),
+                             "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("List", "", , "aa{sv}", SD_BUS_PARAM(jobs), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Show", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Pause", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Resume", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Cancel", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_SIGNAL_WITH_NAMES("JobChanged", "sustx", SD_BUS_PARAM(id) SD_BUS_PARAM(uid) SD_BUS_PARAM(state)
+                             SD_BUS_PARAM(bytes_received) SD_BUS_PARAM(bytes_total), 0),
+    SD_BUS_VTABLE_END
+};
+
+int reachd_transfers_bus_add_object(sd_bus *bus, const char *path, const char *interface,
+                                    const reachd_transfers_bus_callbacks *callbacks, void *context, sd_bus_slot **slot) {
+    struct reachd_transfers_object *object = malloc(sizeof(*object));
+    if (!object)
+        return -ENOMEM;
+    object->callbacks = *callbacks;
+    object->context = context;
+    int r = sd_bus_add_object_vtable(bus, slot, path, interface, transfers_vtable, object);
+    if (r < 0) {
+        free(object);
+        return r;
+    }
+    sd_bus_slot_set_destroy_callback(*slot, free_object);
+    return r;
+}

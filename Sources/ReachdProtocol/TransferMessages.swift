@@ -51,6 +51,18 @@ extension TransferRequest: Encodable {
 
 /// Parses one transfer request line; every refusal names the field at fault.
 public enum TransferRequestParser {
+    /// A job id as given by a client: 1-64 ASCII hex digits, lowercased; nil when it is not one.
+    public static func jobID(_ text: String) -> String? {
+        guard !text.isEmpty, text.count <= 64, text.allSatisfy(\.isASCIIHexDigit) else { return nil }
+        return text.lowercased()
+    }
+
+    /// A SHA-256 as 64 ASCII hex digits, lowercased; nil when it is not one.
+    public static func sha256(_ text: String) -> String? {
+        guard text.count == 64, text.allSatisfy(\.isASCIIHexDigit) else { return nil }
+        return text.lowercased()
+    }
+
     public static func parse(_ line: [UInt8]) -> Result<TransferRequest, ProtocolError> {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
             return .failure(ProtocolError(.badJSON, "the line is not valid JSON"))
@@ -74,7 +86,9 @@ public enum TransferRequestParser {
         var request = TransferRequest(op: op, id: id)
         switch fields["job"] {
         case nil, .null?: break
-        case .string(let job)? where job.count <= 64 && !job.isEmpty && job.allSatisfy(\.isASCIIHexDigit): request.job = job.lowercased()
+        case .string(let text)?:
+            guard let job = jobID(text) else { return bad("\"job\" must be a job id (hex digits)") }
+            request.job = job
         default: return bad("\"job\" must be a job id (hex digits)")
         }
         switch op {
@@ -98,7 +112,7 @@ public enum TransferRequestParser {
             }
             switch fields["sha256"] {
             case nil, .null?: break
-            case .string(let hex)? where hex.count == 64 && hex.allSatisfy(\.isASCIIHexDigit): spec.sha256 = hex.lowercased()
+            case .string(let hex)? where sha256(hex) != nil: spec.sha256 = sha256(hex)
             default: return bad("\"sha256\" must be 64 hex digits")
             }
             request.download = spec

@@ -109,6 +109,26 @@ actor TransferScheduler: FetchObserver {
 
     // MARK: Client operations
 
+    /// Answers a request of the socket or the bus made by `owner` (all but `watch`, which needs a connection).
+    func answer(_ request: TransferRequest, owner: Owner) async throws(ProtocolError) -> TransferReply {
+        func job() throws(ProtocolError) -> String {
+            guard let id = request.job else { throw ProtocolError(.badRequest, "\(request.op.rawValue) needs \"job\"", id: request.id) }
+            return id
+        }
+        switch request.op {
+        case .ping: return .pong(id: request.id)
+        case .add:
+            guard let spec = request.download else { throw ProtocolError(.badRequest, "add needs a download", id: request.id) }
+            return .job(id: request.id, job: try await add(spec, owner: owner))
+        case .list: return .jobs(id: request.id, jobs: list(owner: owner))
+        case .show: return .job(id: request.id, job: try show(try job(), owner: owner))
+        case .pause: return .job(id: request.id, job: try await pause(try job(), owner: owner))
+        case .resume: return .job(id: request.id, job: try resume(try job(), owner: owner))
+        case .cancel: return .job(id: request.id, job: try await cancel(try job(), owner: owner))
+        case .watch: throw ProtocolError(.badRequest, "watch needs a socket connection", id: request.id)
+        }
+    }
+
     func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
         do {
             _ = try TransferURL(spec.url)

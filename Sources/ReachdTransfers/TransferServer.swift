@@ -176,13 +176,8 @@ actor TransferSession {
 
     private func answer(_ request: TransferRequest) async throws(ProtocolError) -> TransferReply {
         switch request.op {
-        case .ping: return .pong(id: request.id)
-        case .add: return .job(id: request.id, job: try await scheduler.add(request.download!, owner: owner))
-        case .list: return .jobs(id: request.id, jobs: await scheduler.list(owner: owner))
-        case .show: return .job(id: request.id, job: try await scheduler.show(request.job!, owner: owner))
-        case .pause: return .job(id: request.id, job: try await scheduler.pause(request.job!, owner: owner))
-        case .resume: return .job(id: request.id, job: try await scheduler.resume(request.job!, owner: owner))
-        case .cancel: return .job(id: request.id, job: try await scheduler.cancel(request.job!, owner: owner))
+        case .ping, .add, .list, .show, .pause, .resume, .cancel:
+            return try await scheduler.answer(request, owner: owner)
         case .watch:
             if let watcher { await scheduler.removeWatcher(watcher) }
             let channel = self.channel

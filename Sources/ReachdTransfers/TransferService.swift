@@ -15,8 +15,12 @@ public struct TransferServiceOptions: Sendable {
     public var stateDirectory: String
     public var configuration: Configuration
     public var watcher: NetlinkWatcher.Options
+    /// The D-Bus bus for org.reachd.Transfers1.
+    public var bus: BusService.Bus
 
-    public init(socketPath: String, stateDirectory: String, configuration: Configuration, watcher: NetlinkWatcher.Options = .init()) {
+    public init(socketPath: String, stateDirectory: String, configuration: Configuration, watcher: NetlinkWatcher.Options = .init(),
+                bus: BusService.Bus = .system) {
+        self.bus = bus
         self.socketPath = socketPath
         self.stateDirectory = stateDirectory
         self.configuration = configuration
@@ -51,6 +55,7 @@ public enum TransferService {
         try await scheduler.load()
         let endpoint: TransferServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
         let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, logger: logger)
+        let bus = await startBus(options.bus, scheduler: scheduler, logger: logger)
         Systemd.ready(status: "serving transfers")
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -61,6 +66,7 @@ public enum TransferService {
             }
         }
         watchdog?.cancel()
+        await bus?.stop()
         await server.shutdown()
         await scheduler.stopAll()
         watcher.stop()
@@ -69,6 +75,20 @@ public enum TransferService {
         await fetcher.shutdown()
         await files.shutdown()
         logger.info("stopped")
+    }
+
+    /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
+    private static func startBus(_ which: BusService.Bus, scheduler: TransferScheduler, logger: Logger) async -> TransferBusService? {
+        guard which != .none else { return nil }
+        do {
+            let service = try TransferBusService(bus: which, scheduler: scheduler, logger: logger)
+            try await service.start()
+            logger.info("D-Bus: \(TransferBusService.name) on the \(which.rawValue) bus")
+            return service
+        } catch {
+            logger.warning("D-Bus: the \(which.rawValue) bus cannot be used (\(error)); continuing without it")
+            return nil
+        }
     }
 
     /// The state directory, created 0700 (job table and nothing else; partial files live next to outputs).

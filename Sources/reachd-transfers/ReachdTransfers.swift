@@ -46,8 +46,12 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: "D-Bus bus for org.reachd.Transfers1: system, session or none. A bus that is not there is skipped with a warning.")
+    var bus: String = "system"
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
+        guard BusService.Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
     }
 
     func run() async throws {
@@ -79,7 +83,7 @@ struct TransfersCommand: AsyncParsableCommand {
             try await TransferService.run(
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, configuration: configuration,
-                    watcher: .init(sysfsRoot: sysfsRoot)
+                    watcher: .init(sysfsRoot: sysfsRoot), bus: BusService.Bus(rawValue: bus) ?? .system
                 ),
                 logger: logger
             )

@@ -7,58 +7,21 @@ import XCTest
 /// real link change, CheckHost, and the introspection data equal to dbus/org.reachd.Reachability1.xml.
 final class BusIntegrationTests: XCTestCase {
     private var lab: NetLab!
-    private var busProcess: Process?
-    private var address = ""
-    private static let dbusDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../dbus").standardized.path
+    private var bus: PrivateBus?
+    private var address: String { bus?.address ?? "" }
 
     override func setUpWithError() throws {
         lab = try NetLab.make()
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw XCTSkip("dbus-daemon is not installed") }
         try lab.addUplink("eth0", "192.0.2", metric: 100)
         try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
         try lab.hostsFile(["far.test": "198.18.0.5"])
-        let socket = lab.directory + "/bus.sock"
-        let config = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(socket)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-              </policy>
-              <include>\(Self.dbusDirectory)/org.reachd.Reachability1.conf</include>
-            </busconfig>
-            """
-        try config.write(toFile: lab.directory + "/bus.conf", atomically: true, encoding: .utf8)
-        // In the foreground (--nofork), its address written to a file the test waits for.
-        let output = lab.directory + "/bus.out"
-        FileManager.default.createFile(atPath: output, contents: nil)
-        let bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--config-file=\(lab.directory)/bus.conf", "--nofork", "--print-address=1"]
-        bus.standardOutput = FileHandle(forWritingAtPath: output)
-        bus.standardError = FileHandle.nullDevice
-        bus.standardInput = FileHandle.nullDevice
-        try bus.run()
-        busProcess = bus
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, address.isEmpty {
-            guard bus.isRunning else { return XCTFail("dbus-daemon rejected the configuration with reachd's policy") }
-            address = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").first.map(String.init) ?? ""
-            usleep(20_000)
-        }
-        XCTAssertTrue(address.hasPrefix("unix:path="), address)
+        bus = try PrivateBus(directory: lab.directory, policies: ["org.reachd.Reachability1.conf"])
         try lab.startDaemon(arguments: ["--bus", "session"], environment: ["DBUS_SESSION_BUS_ADDRESS": address])
     }
 
     override func tearDown() {
         lab?.tearDown()
-        busProcess?.terminate()
-        busProcess?.waitUntilExit()
+        bus?.stop()
     }
 
     private func send(_ arguments: String) throws -> String {
@@ -114,18 +77,10 @@ final class BusIntegrationTests: XCTestCase {
     }
 
     func testIntrospectionMatchesTheInterfaceFile() throws {
-        func interface(_ xml: String) -> String {
-            let withoutComments = xml.replacingOccurrences(of: #"<!--[\s\S]*?-->"#, with: "", options: .regularExpression)
-            guard let start = withoutComments.range(of: #"<interface name="org.reachd.Reachability1">"#),
-                  let end = withoutComments.range(of: "</interface>", range: start.upperBound..<withoutComments.endIndex)
-            else { return "" }
-            return String(withoutComments[start.lowerBound..<end.upperBound])
-                .replacingOccurrences(of: #">\s+<"#, with: "><", options: .regularExpression)
-        }
         let exported = try send("org.freedesktop.DBus.Introspectable.Introspect")
-        let file = try String(contentsOfFile: Self.dbusDirectory + "/org.reachd.Reachability1.xml", encoding: .utf8)
-        XCTAssertFalse(interface(file).isEmpty)
-        XCTAssertEqual(interface(exported), interface(file))
+        let file = try String(contentsOfFile: PrivateBus.dbusDirectory + "/org.reachd.Reachability1.xml", encoding: .utf8)
+        XCTAssertFalse(PrivateBus.interface("org.reachd.Reachability1", in: file).isEmpty)
+        XCTAssertEqual(PrivateBus.interface("org.reachd.Reachability1", in: exported), PrivateBus.interface("org.reachd.Reachability1", in: file))
     }
 
     func testMissingBusOnlyWarns() throws {

@@ -158,10 +158,10 @@ final class TransferLab {
 
     // MARK: The transfer service
 
-    /// Starts reachd-transfers in the host namespace and waits until it answers.
-    func startDaemon(config: String? = nil) throws {
+    /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it answers.
+    func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
         var args = ["netns", "exec", lab.host, NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
-                    "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"]
+                    "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? arguments : arguments + ["--bus", "none"])
         if let config {
             let path = lab.directory + "/transfers.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
@@ -170,6 +170,7 @@ final class TransferLab {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = args
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         if !FileManager.default.fileExists(atPath: daemonLog) { FileManager.default.createFile(atPath: daemonLog, contents: nil) }
         let log = FileHandle(forWritingAtPath: daemonLog)
         log?.seekToEndOfFile()

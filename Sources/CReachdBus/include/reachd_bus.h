@@ -18,3 +18,18 @@ int reachd_bus_add_object(sd_bus *bus, const char *path, const char *interface,
                           const reachd_bus_callbacks *callbacks, void *context, sd_bus_slot **slot);
 
 #endif
+
+#ifndef REACHD_TRANSFERS_BUS_H
+#define REACHD_TRANSFERS_BUS_H
+
+/// Callback of org.reachd.Transfers1: every method (Add, List, Show, Pause, Resume, Cancel) goes to
+/// `method`, which reads the member name; it replies now or later (keeping a reference) and returns 1.
+typedef struct {
+    int (*method)(void *context, sd_bus_message *call);
+} reachd_transfers_bus_callbacks;
+
+/// Exports org.reachd.Transfers1 (methods and the JobChanged signal) at `path`.
+int reachd_transfers_bus_add_object(sd_bus *bus, const char *path, const char *interface,
+                                    const reachd_transfers_bus_callbacks *callbacks, void *context, sd_bus_slot **slot);
+
+#endif

@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+
+/// A private dbus-daemon (session-style) for one test, with the repository's system-bus policy files
+/// included so the daemon validates them. Any local user may connect (tests call as `nobody` too).
+final class PrivateBus {
+    static let dbusDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../dbus").standardized.path
+    let address: String
+    private let process: Process
+
+    /// Starts the bus in `directory`, including `policies` (file names in dbus/).
+    init(directory: String, policies: [String]) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw XCTSkip("dbus-daemon is not installed") }
+        let includes = policies.map { "  <include>\(Self.dbusDirectory)/\($0)</include>" }.joined(separator: "\n")
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(directory)/bus.sock</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+              </policy>
+            \(includes)
+            </busconfig>
+            """
+        try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        // In the foreground (--nofork), its address written to a file the test waits for.
+        let output = directory + "/bus.out"
+        FileManager.default.createFile(atPath: output, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--print-address=1"]
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        var address = ""
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, address.isEmpty {
+            guard process.isRunning else { throw LabError("dbus-daemon rejected the configuration with \(policies)") }
+            address = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").first.map(String.init) ?? ""
+            usleep(20_000)
+        }
+        guard address.hasPrefix("unix:path=") else { throw LabError("no bus address: \(address)") }
+        self.address = address
+        chmod(directory, 0o755)
+        chmod(directory + "/bus.sock", 0o777)
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// The part of introspection data that describes `interface`, without comments and layout.
+    static func interface(_ name: String, in xml: String) -> String {
+        let withoutComments = xml.replacingOccurrences(of: #"<!--[\s\S]*?-->"#, with: "", options: .regularExpression)
+        guard let start = withoutComments.range(of: #"<interface name="\#(name)">"#),
+              let end = withoutComments.range(of: "</interface>", range: start.upperBound..<withoutComments.endIndex)
+        else { return "" }
+        return String(withoutComments[start.lowerBound..<end.upperBound])
+            .replacingOccurrences(of: #">\s+<"#, with: "><", options: .regularExpression)
+    }
+}

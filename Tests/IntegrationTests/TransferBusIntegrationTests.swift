@@ -1,0 +1,100 @@
+import Foundation
+import XCTest
+
+/// org.reachd.Transfers1 on a private dbus-daemon (with the repository's policy file included): the
+/// methods through busctl as root and as another user (caller identity from the bus), JobChanged, and the
+/// introspection data equal to dbus/org.reachd.Transfers1.xml.
+final class TransferBusIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+    private var bus: PrivateBus?
+    private static let object = "org.reachd.Transfers1 /org/reachd/Transfers1 org.reachd.Transfers1"
+
+    override func setUpWithError() throws {
+        lab = try TransferLab()
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/busctl") else { throw XCTSkip("busctl is not installed") }
+        bus = try PrivateBus(directory: lab.lab.directory, policies: ["org.reachd.Transfers1.conf"])
+        try lab.startTestServer()
+        try lab.startDaemon(arguments: ["--bus", "session"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus!.address])
+    }
+
+    override func tearDown() {
+        lab?.tearDown()
+        bus?.stop()
+    }
+
+    /// `busctl call` on the private bus, optionally as another user; throws with busctl's message on failure.
+    private func call(_ method: String, _ arguments: String = "", user: String? = nil) throws -> String {
+        let busctl = "busctl --address=\(bus!.address) call \(Self.object) \(method) \(arguments)"
+        return try lab.lab.run(user.map { "runuser -u \($0) -- \(busctl)" } ?? busctl)
+    }
+
+    private func id(in reply: String) throws -> String {
+        let match = try XCTUnwrap(reply.range(of: #""Id" s "[0-9a-f]{16}""#, options: .regularExpression), reply)
+        return String(reply[match].dropFirst(8).dropLast())
+    }
+
+    func testMethodsAndJobChanged() throws {
+        let sum = try lab.serve("b.bin", bytes: 500_000)
+        let monitorLog = lab.lab.directory + "/monitor.log"
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--address", bus!.address, "type='signal',interface='org.reachd.Transfers1'"]
+        FileManager.default.createFile(atPath: monitorLog, contents: nil)
+        monitor.standardOutput = FileHandle(forWritingAtPath: monitorLog)
+        try monitor.run()
+        defer { monitor.terminate(); monitor.waitUntilExit() }
+        usleep(300_000)
+
+        let added = try call("Add", "'ssa{sv}' \(lab.url("b.bin")) \(lab.out)/b.bin 2 Priority s high Sha256 s \(sum)")
+        XCTAssertTrue(added.hasPrefix("a{sv} 11 "), added)
+        XCTAssertTrue(added.contains(#""Priority" s "high""#) && added.contains(#""Uid" u 0"#), added)
+        let id = try id(in: added)
+        try lab.waitFor(id, "completed") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
+        XCTAssertTrue(try call("Show", "s \(id)").contains(#""State" s "completed""#))
+        XCTAssertTrue(try call("List").hasPrefix("aa{sv} 1 "))
+
+        let deadline = Date().addingTimeInterval(5)
+        var signals = ""
+        while Date() < deadline, !signals.contains("\"completed\"") {
+            usleep(50_000)
+            signals = (try? String(contentsOfFile: monitorLog, encoding: .utf8)) ?? ""
+        }
+        XCTAssertTrue(signals.contains("member=JobChanged"), signals)
+        XCTAssertTrue(signals.contains("string \"\(id)\""), signals)
+        XCTAssertTrue(signals.contains("string \"completed\""), signals)
+        XCTAssertFalse(signals.contains(lab.out), "JobChanged carries no paths")
+
+        XCTAssertThrowsError(try call("Show", "s not-an-id")) { XCTAssertTrue("\($0)".contains("job id"), "\($0)") }
+        XCTAssertThrowsError(try call("Add", "'ssa{sv}' \(lab.url("b.bin")) \(lab.out)/c.bin 1 Colour s red")) {
+            XCTAssertTrue("\($0)".contains("unknown option Colour"), "\($0)")
+        }
+        XCTAssertThrowsError(try call("Resume", "s \(id)")) { XCTAssertTrue("\($0)".contains("is completed"), "\($0)") }
+    }
+
+    func testCallsActAsTheCaller() throws {
+        try lab.serve("u.bin", bytes: 1000)
+        let rootOnly = lab.out + "/root-only"
+        try FileManager.default.createDirectory(atPath: rootOnly, withIntermediateDirectories: true)
+        XCTAssertThrowsError(try call("Add", "'ssa{sv}' \(lab.url("u.bin")) \(rootOnly)/x 0", user: "nobody")) {
+            XCTAssertTrue("\($0)".contains("as uid 65534: Permission denied"), "\($0)")
+        }
+        let rootJob = try id(in: try call("Add", "'ssa{sv}' \(lab.url("u.bin")) \(rootOnly)/x 0"))
+        XCTAssertEqual(try call("List", user: "nobody"), "aa{sv} 0\n")
+        XCTAssertThrowsError(try call("Cancel", "s \(rootJob)", user: "nobody")) { XCTAssertTrue("\($0)".contains("no job"), "\($0)") }
+
+        let own = lab.out + "/nobody"
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        try lab.lab.run("chown nobody \(own)")
+        let added = try call("Add", "'ssa{sv}' \(lab.url("u.bin")) \(own)/y 1 AllowMetered b true", user: "nobody")
+        XCTAssertTrue(added.contains(#""Uid" u 65534"#), added)
+        try lab.waitFor(try id(in: added), "completed") { $0.state == .completed }
+    }
+
+    func testIntrospectionMatchesTheInterfaceFile() throws {
+        let exported = try lab.lab.run("busctl --address=\(bus!.address) introspect --xml-interface org.reachd.Transfers1 /org/reachd/Transfers1")
+        let file = try String(contentsOfFile: PrivateBus.dbusDirectory + "/org.reachd.Transfers1.xml", encoding: .utf8)
+        XCTAssertFalse(PrivateBus.interface("org.reachd.Transfers1", in: file).isEmpty)
+        XCTAssertEqual(PrivateBus.interface("org.reachd.Transfers1", in: exported), PrivateBus.interface("org.reachd.Transfers1", in: file))
+    }
+}
