@@ -65,7 +65,7 @@ class Daemon:
         self.log = open(f"{work}/transfers.log", "a")
         self.process = subprocess.Popen(
             ["ip", "netns", "exec", ns, f"{args.bin}/reachd-transfers", "--socket", sock_path, "--state-dir", f"{work}/state",
-             "--config", f"{work}/transfers.toml", "--log-level", "warning"], stderr=self.log, stdout=subprocess.DEVNULL)
+             "--config", f"{work}/transfers.toml", "--log-level", "warning", "--bus", "none", "--networkmanager", "none"], stderr=self.log, stdout=subprocess.DEVNULL)
         for _ in range(500):
             try:
                 Client().call({"op": "ping"})

@@ -17,11 +17,15 @@ public struct DaemonOptions: Sendable {
     public var limits: SocketServer.Limits
     /// The D-Bus bus to serve `org.reachd.Reachability1` on.
     public var bus: BusService.Bus
+    /// The bus where NetworkManager's metered flags are read (none: not at all).
+    public var networkManager: BusService.Bus
 
     public init(socketPath: String, configuration: Configuration = Configuration(),
-                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init(), bus: BusService.Bus = .system) {
+                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init(), bus: BusService.Bus = .system,
+                networkManager: BusService.Bus = .system) {
         self.socketPath = socketPath
         self.bus = bus
+        self.networkManager = networkManager
         self.configuration = configuration
         self.watcher = watcher
         self.limits = limits
@@ -45,13 +49,18 @@ public enum Daemon {
             judge: options.configuration.hostJudge, refreshSeconds: options.configuration.hostRefreshSeconds,
             resolver: resolver, logger: logger
         )
-        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
-        try watcher.start { snapshot in
+        let merger = SnapshotMerger { snapshot in
             let published = hub.update(snapshot: snapshot)
             if let published {
                 logger.info("verdict", metadata: published.logMetadata)
             }
             hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
+        }
+        let manager = NetworkManagerMetered.start(on: options.networkManager, merger: merger, logger: logger)
+        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
+        try watcher.start { snapshot in
+            merger.update(netlink: snapshot)
+            manager?.follow(Set(snapshot.links.values.map(\.name)))
         }
         let prober = options.configuration.connectivityCheck.map { check in
             ConnectivityProber(check: check, hub: hub, resolver: resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
@@ -69,6 +78,7 @@ public enum Daemon {
             )
         } catch {
             watcher.stop()
+            manager?.stop()
             await resolver.shutdown()
             throw error
         }
@@ -91,6 +101,7 @@ public enum Daemon {
         try await services.run()
         watchdog?.cancel()
         bus?.stop()
+        manager?.stop()
         prober?.stop()
         hosts.stop()
         await resolver.shutdown()

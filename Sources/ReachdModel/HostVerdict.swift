@@ -99,7 +99,7 @@ public struct HostVerdict: Sendable {
                 return FamilyVerdict(reachable: true, status: .other, flags: [.reachable, .isLocalAddress, .isDirect],
                                      interface: link.name, kind: .other, kindSource: "local address")
             }
-            let linkClass = classifier.classify(link)
+            let linkClass = classifier.classify(link, manager: snapshot.managerMetered[link.name])
             var flags: ReachabilityFlags = linkClass.transient ? [.transientConnection] : []
             if linkClass.ignored {
                 return .unreachable("route to \(address) leaves on \(link.name), which the configuration ignores", interface: link.name)

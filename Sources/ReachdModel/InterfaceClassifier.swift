@@ -59,7 +59,8 @@ public struct InterfaceClass: Hashable, Sendable {
     }
 }
 
-/// Decides an interface's kind: configuration, then sysfs, then naming conventions, then the netlink link kind.
+/// Decides an interface's kind: configuration, then sysfs, then naming conventions, then the netlink link kind;
+/// and whether it is metered: configuration, then NetworkManager's flag, then the kind (wwan).
 public struct InterfaceClassifier: Hashable, Sendable {
     public var rules: [InterfaceRule]
 
@@ -67,7 +68,8 @@ public struct InterfaceClassifier: Hashable, Sendable {
 
     private static let transientKinds: Set<String> = ["tun", "tap", "wireguard", "ppp", "gre", "gretap", "ipip", "sit", "vti", "ip6tnl"]
 
-    public func classify(_ link: LinkInfo) -> InterfaceClass {
+    /// `manager`: NetworkManager's `Metered` for the device, when NetworkManager manages it.
+    public func classify(_ link: LinkInfo, manager: ManagerMetered? = nil) -> InterfaceClass {
         let rule = rules.first { $0.matches(link.name) }
         var result = detect(link)
         if let rule {
@@ -80,6 +82,9 @@ public struct InterfaceClassifier: Hashable, Sendable {
         if let metered = rule?.metered, let rule {
             result.metered = metered
             result.meteredReason = metered ? "config: \(rule.match)" : nil
+        } else if let manager, let metered = manager.metered {
+            result.metered = metered
+            result.meteredReason = metered ? "NetworkManager: \(manager.name)" : nil
         } else if result.kind == .wwan {
             result.metered = true
             result.meteredReason = "interface kind wwan"

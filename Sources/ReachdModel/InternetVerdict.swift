@@ -58,7 +58,7 @@ public struct InternetVerdict: Sendable {
             guard route.type == .unicast else { continue }
             for hop in route.nexthops {
                 guard let link = snapshot.links[hop.interfaceIndex] else { continue }
-                let linkClass = classifier.classify(link)
+                let linkClass = classifier.classify(link, manager: snapshot.managerMetered[link.name])
                 if linkClass.ignored { continue }
                 // The kernel marks next hops over a device that is down dead and flushes them.
                 if !link.flags.contains(.up) {

@@ -209,6 +209,8 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var linkdownPolicy: LinkdownPolicy
     /// Changes whenever the policy rules (`ip rule`) change; the kernel's route lookups read them.
     public var ruleGeneration: UInt64 = 0
+    /// NetworkManager's `Metered` of the device carrying each interface (by name), when NetworkManager runs.
+    public var managerMetered: [String: ManagerMetered] = [:]
 
     public init(
         links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], routes: [Route] = [],
@@ -223,5 +225,34 @@ public struct NetworkSnapshot: Hashable, Sendable {
     /// The addresses of one interface in one family.
     public func addresses(of index: Int32, family: IPAddress.Family) -> [InterfaceAddress] {
         addresses.filter { $0.interfaceIndex == index && $0.address.family == family }
+    }
+}
+
+/// NetworkManager's `NMMetered` value of a device (org.freedesktop.NetworkManager.Device.Metered).
+public enum ManagerMetered: UInt32, Hashable, Sendable, CaseIterable {
+    case unknown = 0
+    case yes = 1
+    case no = 2
+    case guessYes = 3
+    case guessNo = 4
+
+    /// nil for unknown (NetworkManager has no opinion), else whether the link is metered.
+    public var metered: Bool? {
+        switch self {
+        case .unknown: nil
+        case .yes, .guessYes: true
+        case .no, .guessNo: false
+        }
+    }
+
+    /// As NetworkManager's own tools write it: `yes`, `guess-yes` …
+    public var name: String {
+        switch self {
+        case .unknown: "unknown"
+        case .yes: "yes"
+        case .no: "no"
+        case .guessYes: "guess-yes"
+        case .guessNo: "guess-no"
+        }
     }
 }

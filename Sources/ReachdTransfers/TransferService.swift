@@ -17,10 +17,13 @@ public struct TransferServiceOptions: Sendable {
     public var watcher: NetlinkWatcher.Options
     /// The D-Bus bus for org.reachd.Transfers1.
     public var bus: BusService.Bus
+    /// The bus where NetworkManager's metered flags are read (none: not at all).
+    public var networkManager: BusService.Bus
 
     public init(socketPath: String, stateDirectory: String, configuration: Configuration, watcher: NetlinkWatcher.Options = .init(),
-                bus: BusService.Bus = .system) {
+                bus: BusService.Bus = .system, networkManager: BusService.Bus = .system) {
         self.bus = bus
+        self.networkManager = networkManager
         self.socketPath = socketPath
         self.stateDirectory = stateDirectory
         self.configuration = configuration
@@ -47,10 +50,15 @@ public enum TransferService {
         settings.concurrency = options.configuration.transferConcurrency
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, logger: logger)
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
-        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
-        try watcher.start { snapshot in
+        let merger = SnapshotMerger { snapshot in
             let published = hub.update(snapshot: snapshot)
             hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
+        }
+        let manager = NetworkManagerMetered.start(on: options.networkManager, merger: merger, logger: logger)
+        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
+        try watcher.start { snapshot in
+            merger.update(netlink: snapshot)
+            manager?.follow(Set(snapshot.links.values.map(\.name)))
         }
         try await scheduler.load()
         let endpoint: TransferServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
@@ -70,6 +78,7 @@ public enum TransferService {
         await server.shutdown()
         await scheduler.stopAll()
         watcher.stop()
+        manager?.stop()
         hosts.stop()
         await resolver.shutdown()
         await fetcher.shutdown()

@@ -192,7 +192,7 @@ final class Daemon {
     init(binary: String, socket: String) throws {
         self.socket = socket
         var child: pid_t = 0
-        let args = [binary, "--socket", socket, "--log-level", "warning", "--bus", "none"]
+        let args = [binary, "--socket", socket, "--log-level", "warning", "--bus", "none", "--networkmanager", "none"]
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
         guard posix_spawn(&child, binary, nil, nil, &argv, environ) == 0 else { throw BenchError("cannot start \(binary)") }

@@ -49,9 +49,13 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "D-Bus bus for org.reachd.Transfers1: system, session or none. A bus that is not there is skipped with a warning.")
     var bus: String = "system"
 
+    @Option(help: "Bus where NetworkManager's metered flags are read: system, session or none.")
+    var networkmanager: String = "system"
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
         guard BusService.Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
+        guard BusService.Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
@@ -83,7 +87,8 @@ struct TransfersCommand: AsyncParsableCommand {
             try await TransferService.run(
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, configuration: configuration,
-                    watcher: .init(sysfsRoot: sysfsRoot), bus: BusService.Bus(rawValue: bus) ?? .system
+                    watcher: .init(sysfsRoot: sysfsRoot), bus: BusService.Bus(rawValue: bus) ?? .system,
+                    networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
                 ),
                 logger: logger
             )

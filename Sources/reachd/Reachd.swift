@@ -54,6 +54,9 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "D-Bus bus for org.reachd.Reachability1: system, session or none. A bus that is not there is skipped with a warning.")
     var bus: String = "system"
 
+    @Option(help: "Bus where NetworkManager's metered flags are read: system, session or none.")
+    var networkmanager: String = "system"
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown log level \"\(logLevel)\"")
@@ -61,6 +64,7 @@ struct Reachd: AsyncParsableCommand {
         guard clientQueueLimit >= 1024 else { throw ValidationError("--client-queue-limit must be at least 1024") }
         guard netlinkReceiveBuffer >= 4096 else { throw ValidationError("--netlink-receive-buffer must be at least 4096") }
         guard BusService.Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
+        guard BusService.Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
@@ -90,7 +94,8 @@ struct Reachd: AsyncParsableCommand {
                     configuration: configuration,
                     watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer),
                     limits: .init(clientQueueBytes: clientQueueLimit),
-                    bus: BusService.Bus(rawValue: bus) ?? .system
+                    bus: BusService.Bus(rawValue: bus) ?? .system,
+                    networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
                 ),
                 logger: logger
             )

@@ -143,8 +143,9 @@ final class NetLab {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        // No D-Bus unless a test asks for a bus: the machine's system bus is none of the tests' business.
-        process.arguments = args + (arguments.contains("--bus") ? [] : ["--bus", "none"]) + arguments
+        // No D-Bus (nor NetworkManager) unless a test asks for a bus: the machine's system bus is none of the tests' business.
+        process.arguments = args + (arguments.contains("--bus") ? [] : ["--bus", "none"])
+            + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)

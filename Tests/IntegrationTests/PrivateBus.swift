@@ -22,6 +22,7 @@ final class PrivateBus {
               <auth>EXTERNAL</auth>
               <policy context="default">
                 <allow user="*"/>
+                <allow own="*"/>
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>
               </policy>

@@ -161,7 +161,8 @@ final class TransferLab {
     /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it answers.
     func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
         var args = ["netns", "exec", lab.host, NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
-                    "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? arguments : arguments + ["--bus", "none"])
+                    "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
+            + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
         if let config {
             let path = lab.directory + "/transfers.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)

@@ -61,4 +61,23 @@ final class ClassifierTests: XCTestCase {
         XCTAssertTrue(classify(Fixture.link(8, "docker0", kind: "bridge"), rules: rules).ignored)
         XCTAssertFalse(classify(Fixture.link(9, "eth0"), rules: rules).ignored)
     }
+
+    func testNetworkManagerMeteredAfterConfigurationBeforeKind() {
+        let classifier = InterfaceClassifier(rules: [InterfaceRule(match: "eth1", metered: false)])
+        let table: [(String, ManagerMetered?, Bool, String?, Int)] = [
+            ("eth0", .yes, true, "NetworkManager: yes", #line),
+            ("eth0", .guessYes, true, "NetworkManager: guess-yes", #line),
+            ("eth0", .unknown, false, nil, #line),
+            ("eth0", nil, false, nil, #line),
+            ("wwan0", .no, false, nil, #line),
+            ("wwan0", .guessNo, false, nil, #line),
+            ("wwan0", .unknown, true, "interface kind wwan", #line),
+            ("eth1", .yes, false, nil, #line),
+        ]
+        for (name, manager, metered, reason, line) in table {
+            let result = classifier.classify(Fixture.link(3, name), manager: manager)
+            XCTAssertEqual(result.metered, metered, line: UInt(line))
+            XCTAssertEqual(result.meteredReason, reason, line: UInt(line))
+        }
+    }
 }

@@ -1,0 +1,189 @@
+import CSystemd
+import Logging
+import ReachdModel
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// NetworkManager as a metered source: the `Metered` property of the device carrying each interface,
+/// read when the interfaces or NetworkManager change and followed through `PropertiesChanged`.
+/// When NetworkManager is not on the bus there are no values (and the configuration and kinds decide).
+package final class NetworkManagerMetered: @unchecked Sendable {
+    static let service = "org.freedesktop.NetworkManager"
+    static let deviceInterface = "org.freedesktop.NetworkManager.Device"
+
+    private let connection: BusConnection
+    private let logger: Logger
+    private let onChange: @Sendable ([String: ManagerMetered]) -> Void
+    // Only touched on the bus thread.
+    private var interfaces: Set<String> = []
+    private var devices: [String: String] = [:]
+    private var values: [String: ManagerMetered] = [:]
+
+    /// Connects and subscribes; `onChange` gets every new map of interface name → value (on the bus thread).
+    package init(bus: BusService.Bus, logger: Logger, onChange: @escaping @Sendable ([String: ManagerMetered]) -> Void) throws {
+        connection = try BusConnection(bus)
+        self.logger = logger
+        self.onChange = onChange
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let matches: [(String, sd_bus_message_handler_t)] = [
+            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                + "arg0='\(Self.deviceInterface)'", managerPropertiesChanged),
+            ("type='signal',sender='\(Self.service)',interface='\(Self.service)',member='DeviceAdded'", managerDevicesChanged),
+            ("type='signal',sender='\(Self.service)',interface='\(Self.service)',member='DeviceRemoved'", managerDevicesChanged),
+            ("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                + "arg0='\(Self.service)'", managerDevicesChanged),
+        ]
+        do {
+            for (rule, handler) in matches {
+                try connection.export({ bus, slot in sd_bus_add_match(bus, &slot, rule, handler, context) }, what: "sd_bus_add_match")
+            }
+        } catch {
+            connection.stop()
+            throw error
+        }
+    }
+
+    package func start() throws { try connection.start() }
+
+    /// Follows NetworkManager on `which` bus into `merger`, or nil (with a warning) when that bus cannot be used.
+    package static func start(on which: BusService.Bus, merger: SnapshotMerger, logger: Logger) -> NetworkManagerMetered? {
+        guard which != .none else { return nil }
+        do {
+            let source = try NetworkManagerMetered(bus: which, logger: logger) { merger.update(manager: $0) }
+            try source.start()
+            return source
+        } catch {
+            logger.warning("NetworkManager: the \(which.rawValue) bus cannot be used (\(error)); metered flags come from the configuration and interface kinds")
+            return nil
+        }
+    }
+
+    package func stop() { connection.stop() }
+
+    /// The interfaces to follow: the names of the current links.
+    package func follow(_ names: Set<String>) {
+        connection.perform { [self] bus in
+            guard names != interfaces else { return }
+            interfaces = names
+            refresh(bus)
+        }
+    }
+
+    /// Reads every followed interface's device and `Metered` again.
+    fileprivate func refresh(_ bus: OpaquePointer) {
+        var found: [String: String] = [:]
+        var read: [String: ManagerMetered] = [:]
+        for name in interfaces.sorted() {
+            guard let path = device(of: name, on: bus) else { continue }
+            found[path] = name
+            var error = sd_bus_error()
+            var raw: UInt32 = 0
+            if sd_bus_get_property_trivial(bus, Self.service, path, Self.deviceInterface, "Metered", &error, CChar(UInt8(ascii: "u")), &raw) >= 0,
+               let value = ManagerMetered(rawValue: raw) {
+                read[name] = value
+            }
+            sd_bus_error_free(&error)
+        }
+        devices = found
+        publish(read)
+    }
+
+    /// `GetDeviceByIpIface(name)`; nil when NetworkManager is absent or does not manage it.
+    private func device(of name: String, on bus: OpaquePointer) -> String? {
+        var call: OpaquePointer?
+        guard sd_bus_message_new_method_call(bus, &call, Self.service, "/org/freedesktop/NetworkManager", Self.service, "GetDeviceByIpIface") >= 0,
+              let call else { return nil }
+        defer { sd_bus_message_unref(call) }
+        guard name.withCString({ sd_bus_message_append_basic(call, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return nil }
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        guard sd_bus_call(bus, call, 1_000_000, &error, &reply) >= 0, let reply else { return nil }
+        defer { sd_bus_message_unref(reply) }
+        var path: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) > 0, let path else { return nil }
+        return String(cString: path)
+    }
+
+    /// A device's PropertiesChanged: picks `Metered` out of the changed values.
+    fileprivate func propertiesChanged(_ message: OpaquePointer) {
+        guard let path = sd_bus_message_get_path(message).map({ String(cString: $0) }), let name = devices[path] else { return }
+        var interface: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &interface) > 0,
+              sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return }
+        var updated = values
+        while sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), "sv") > 0 {
+            var key: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &key) > 0, let key else { return }
+            if String(cString: key) == "Metered", sd_bus_message_enter_container(message, CChar(UInt8(ascii: "v")), "u") > 0 {
+                var raw: UInt32 = 0
+                if sd_bus_message_read_basic(message, CChar(UInt8(ascii: "u")), &raw) > 0 { updated[name] = ManagerMetered(rawValue: raw) }
+                _ = sd_bus_message_exit_container(message)
+            } else {
+                _ = sd_bus_message_skip(message, "v")
+            }
+            _ = sd_bus_message_exit_container(message)
+        }
+        publish(updated)
+    }
+
+    private func publish(_ new: [String: ManagerMetered]) {
+        guard new != values else { return }
+        values = new
+        logger.info("NetworkManager metered flags", metadata: ["devices": "\(new.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.name)" })"])
+        onChange(new)
+    }
+
+    /// The bus this connection's thread serves, for the C callbacks (which run on that thread).
+    fileprivate func refreshFromCallback(_ message: OpaquePointer) {
+        guard let bus = sd_bus_message_get_bus(message) else { return }
+        refresh(bus)
+    }
+}
+
+private let managerPropertiesChanged: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    Unmanaged<NetworkManagerMetered>.fromOpaque(context).takeUnretainedValue().propertiesChanged(message)
+    return 0
+}
+
+private let managerDevicesChanged: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    Unmanaged<NetworkManagerMetered>.fromOpaque(context).takeUnretainedValue().refreshFromCallback(message)
+    return 0
+}
+
+/// Joins the kernel's snapshot with NetworkManager's metered flags and hands each result on, one at a time.
+package final class SnapshotMerger: Sendable {
+    private struct State {
+        var netlink: NetworkSnapshot?
+        var manager: [String: ManagerMetered] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let publish: @Sendable (NetworkSnapshot) -> Void
+
+    package init(publish: @escaping @Sendable (NetworkSnapshot) -> Void) { self.publish = publish }
+
+    package func update(netlink snapshot: NetworkSnapshot) {
+        state.withLock { state in
+            state.netlink = snapshot
+            emit(state)
+        }
+    }
+
+    package func update(manager values: [String: ManagerMetered]) {
+        state.withLock { state in
+            state.manager = values
+            emit(state)
+        }
+    }
+
+    private func emit(_ state: State) {
+        guard var snapshot = state.netlink else { return }
+        snapshot.managerMetered = state.manager
+        publish(snapshot)
+    }
+}
