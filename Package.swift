@@ -120,7 +120,7 @@ let package = Package(
         .executableTarget(
             name: "reachctl",
             dependencies: [
-                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel",
+                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

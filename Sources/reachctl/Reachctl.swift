@@ -63,8 +63,25 @@ extension Reachctl {
         @OptionGroup var connection: ConnectionOptions
         @Option(help: "Judge the route to this host (a name or an address) instead of the default route.") var host: String?
         @Flag(help: "Print one JSON object.") var json = false
+        @Option(help: "Read the internet verdict from reachd's D-Bus properties on this bus (system or session) instead of the socket.")
+        var dbus: String?
+
+        func validate() throws {
+            if let dbus, dbus != "system" && dbus != "session" { throw ValidationError("--dbus must be system or session") }
+            if dbus != nil && (host != nil || json) { throw ValidationError("--dbus reads the internet verdict only, without --host or --json") }
+        }
 
         func run() throws {
+            if let dbus {
+                let verdict: Verdict
+                do {
+                    verdict = try BusStatus.read(system: dbus == "system")
+                } catch {
+                    fail("\(error)")
+                }
+                printLine(verdict.summary)
+                throw ExitCode(verdict.reachable ? 0 : 1)
+            }
             let client = try connection.connect()
             let verdict: StampedVerdict
             do {

@@ -76,6 +76,21 @@ final class BusIntegrationTests: XCTestCase {
         }
     }
 
+    func testReachctlReadsThePropertiesOverDBus() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: NetLab.binary("reachctl"))
+        process.arguments = ["status", "--dbus", "session"]
+        process.environment = ["DBUS_SESSION_BUS_ADDRESS": address]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertEqual(output, try lab.reachctl(["status"]).out, "the same verdict through D-Bus and through the socket")
+        XCTAssertEqual(output, "reachable via wired (eth0), unmetered\n")
+    }
+
     func testIntrospectionMatchesTheInterfaceFile() throws {
         let exported = try send("org.freedesktop.DBus.Introspectable.Introspect")
         let file = try String(contentsOfFile: PrivateBus.dbusDirectory + "/org.reachd.Reachability1.xml", encoding: .utf8)

@@ -1,0 +1,78 @@
+import CSystemd
+import ReachdModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads reachd's internet verdict from its D-Bus properties (org.reachd.Reachability1) with sd-bus,
+/// for `reachctl status --dbus`: the same answer through the other door.
+enum BusStatus {
+    static let name = "org.reachd.Reachability1", path = "/org/reachd/Reachability1"
+
+    /// The verdict from the properties on the system or session bus; throws with sd-bus's message.
+    static func read(system: Bool) throws(BusReadError) -> Verdict {
+        var bus: OpaquePointer?
+        let opened = system ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)
+        guard opened >= 0, let bus else { throw BusReadError("cannot connect to the \(system ? "system" : "session") bus: \(String(cString: strerror(-opened)))") }
+        defer { sd_bus_flush_close_unref(bus) }
+        let reachable = try bool(bus, "Reachable"), metered = try bool(bus, "Metered")
+        let status = ReachabilityStatus(rawValue: try string(bus, "Status")) ?? .other
+        let reason = try string(bus, "MeteredReason"), interface = try string(bus, "Interface")
+        let flags = ReachabilityFlags(names: try strings(bus, "Flags")) ?? []
+        var verdict = Verdict(
+            target: "internet", reachable: reachable, status: status, metered: metered, meteredReason: reason.isEmpty ? nil : reason,
+            interface: interface.isEmpty ? nil : interface, flags: flags, reason: reachable ? nil : "no usable route (D-Bus carries no reason)",
+            family: nil, ipv4: .unreachable(""), ipv6: .unreachable("")
+        )
+        verdict.connectivity = Connectivity(rawValue: try string(bus, "Connectivity")) ?? .unknown
+        return verdict
+    }
+
+    private static func bool(_ bus: OpaquePointer, _ property: String) throws(BusReadError) -> Bool {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var value: Int32 = 0
+        let rc = sd_bus_get_property_trivial(bus, name, path, name, property, &error, CChar(UInt8(ascii: "b")), &value)
+        guard rc >= 0 else { throw BusReadError(property, error, rc) }
+        return value != 0
+    }
+
+    private static func string(_ bus: OpaquePointer, _ property: String) throws(BusReadError) -> String {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var value: UnsafeMutablePointer<CChar>?
+        let rc = sd_bus_get_property_string(bus, name, path, name, property, &error, &value)
+        guard rc >= 0, let value else { throw BusReadError(property, error, rc) }
+        defer { free(value) }
+        return String(cString: value)
+    }
+
+    private static func strings(_ bus: OpaquePointer, _ property: String) throws(BusReadError) -> [String] {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let rc = sd_bus_get_property_strv(bus, name, path, name, property, &error, &list)
+        guard rc >= 0, let list else { throw BusReadError(property, error, rc) }
+        defer {
+            var cursor = list
+            while let item = cursor.pointee { free(item); cursor += 1 }
+            free(list)
+        }
+        var result: [String] = []
+        var cursor = list
+        while let item = cursor.pointee {
+            result.append(String(cString: item))
+            cursor += 1
+        }
+        return result
+    }
+}
+
+struct BusReadError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+    init(_ property: String, _ error: sd_bus_error, _ rc: Int32) {
+        let message = error.message.map { String(cString: $0) } ?? String(cString: strerror(-rc))
+        description = "reading \(property) from \(BusStatus.name): \(message)"
+    }
+}
