@@ -40,28 +40,12 @@ public enum Daemon {
     /// Runs until SIGTERM or SIGINT, which `ShutdownSignals` takes on the main thread (see `reachd`'s main).
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
-        let hub = VerdictHub(
-            engine: InternetVerdict(classifier: options.configuration.classifier),
-            checking: options.configuration.connectivityCheck != nil
+        let network = try NetworkView(
+            configuration: options.configuration, checking: options.configuration.connectivityCheck != nil,
+            watcher: options.watcher, networkManager: options.networkManager, logger: logger
         )
-        let resolver = HostResolver()
-        let hosts = try HostMonitor(
-            judge: options.configuration.hostJudge, refreshSeconds: options.configuration.hostRefreshSeconds,
-            resolver: resolver, logger: logger
-        )
-        let merger = SnapshotMerger { snapshot in
-            let published = hub.update(snapshot: snapshot)
-            if let published {
-                logger.info("verdict", metadata: published.logMetadata)
-            }
-            hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
-        }
-        let manager = NetworkManagerMetered.start(on: options.networkManager, merger: merger, logger: logger)
-        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
-        try watcher.start { snapshot in
-            merger.update(netlink: snapshot)
-            manager?.follow(Set(snapshot.links.values.map(\.name)))
-        }
+        let hub = network.hub, hosts = network.hosts, resolver = network.resolver
+        try network.start()
         let prober = options.configuration.connectivityCheck.map { check in
             ConnectivityProber(check: check, hub: hub, resolver: resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
         }
@@ -77,9 +61,7 @@ public enum Daemon {
                 limits: options.limits, logger: logger
             )
         } catch {
-            watcher.stop()
-            manager?.stop()
-            await resolver.shutdown()
+            await network.stop()
             throw error
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
@@ -88,7 +70,7 @@ public enum Daemon {
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
         let services = ServiceGroup(configuration: .init(
             services: [
-                .init(service: WatcherService(watcher: watcher)),
+                .init(service: network.watcherService),
                 .init(service: SocketServerService(server: server)),
             ],
             logger: logger
@@ -101,10 +83,8 @@ public enum Daemon {
         try await services.run()
         watchdog?.cancel()
         bus?.stop()
-        manager?.stop()
         prober?.stop()
-        hosts.stop()
-        await resolver.shutdown()
+        await network.stop()
         logger.info("stopped")
     }
 

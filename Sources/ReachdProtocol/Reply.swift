@@ -31,32 +31,20 @@ public enum Reply: Sendable, Hashable {
 }
 
 extension Reply: Decodable {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, ReplyEnvelopeKey {
         case version, type, id, verdict, verdicts, error
     }
 
-    private struct ErrorBody: Decodable {
-        var code: ProtocolError.Code
-        var message: String
-    }
-
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let version = try c.decode(Int.self, forKey: .version)
-        guard version == protocolVersion else {
-            throw DecodingError.dataCorruptedError(forKey: .version, in: c, debugDescription: "unsupported protocol version \(version)")
-        }
-        let id = try c.decodeIfPresent(RequestID.self, forKey: .id)
-        switch try c.decode(String.self, forKey: .type) {
+        let envelope = try ReplyEnvelope<CodingKeys>(decoder)
+        let c = envelope.container, id = envelope.id
+        switch envelope.type {
         case "status": self = .status(id: id, verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
         case "subscribed": self = .subscribed(id: id, verdicts: try c.decode([StampedVerdict].self, forKey: .verdicts))
         case "event": self = .event(verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
         case "pong": self = .pong(id: id)
-        case "error":
-            let body = try c.decode(ErrorBody.self, forKey: .error)
-            self = .error(ProtocolError(body.code, body.message, id: id))
-        case let other:
-            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown message type \(other)")
+        case "error": self = .error(try envelope.error())
+        default: throw envelope.unknownType
         }
     }
 

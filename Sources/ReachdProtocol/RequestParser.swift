@@ -7,19 +7,10 @@ import Foundation
 /// Parses one request line: a JSON object with `op`, optional `id`, and `host` or `hosts` (else the target is `internet`).
 public enum RequestParser {
     public static func parse(_ line: [UInt8]) -> Result<Request, ProtocolError> {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
-            return .failure(ProtocolError(.badJSON, "the line is not valid JSON"))
-        }
-        guard case .object(let fields) = value else {
-            return .failure(ProtocolError(.badRequest, "a request must be a JSON object"))
-        }
-        var id: RequestID?
-        switch fields["id"] {
-        case nil, .null?: id = nil
-        case .string(let s)?: id = .string(s)
-        case .number(let n)? where n == n.rounded() && abs(n) < 9.0e15: id = .number(Int64(n))
-        default:
-            return .failure(ProtocolError(.badRequest, "\"id\" must be an integer or a string"))
+        let fields: [String: JSONValue], id: RequestID?
+        switch RequestLine.object(line) {
+        case .failure(let error): return .failure(error)
+        case .success(let parsed): (fields, id) = parsed
         }
         guard case .string(let opName)? = fields["op"] else {
             return .failure(ProtocolError(.badRequest, "a request needs \"op\" as a string", id: id))
@@ -57,5 +48,23 @@ public enum RequestParser {
             return .failure(ProtocolError(.badRequest, "\(op.rawValue) takes one host; subscribe takes many", id: id))
         }
         return .success(Request(op: op, id: id, hosts: op == .ping ? [] : hosts))
+    }
+}
+
+/// What every request line starts with: a JSON object, and its optional `id`.
+enum RequestLine {
+    static func object(_ line: [UInt8]) -> Result<([String: JSONValue], RequestID?), ProtocolError> {
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
+            return .failure(ProtocolError(.badJSON, "the line is not valid JSON"))
+        }
+        guard case .object(let fields) = value else {
+            return .failure(ProtocolError(.badRequest, "a request must be a JSON object"))
+        }
+        switch fields["id"] {
+        case nil, .null?: return .success((fields, nil))
+        case .string(let s)?: return .success((fields, .string(s)))
+        case .number(let n)? where n == n.rounded() && abs(n) < 9.0e15: return .success((fields, .number(Int64(n))))
+        default: return .failure(ProtocolError(.badRequest, "\"id\" must be an integer or a string"))
+        }
     }
 }

@@ -64,18 +64,10 @@ public enum TransferRequestParser {
     }
 
     public static func parse(_ line: [UInt8]) -> Result<TransferRequest, ProtocolError> {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
-            return .failure(ProtocolError(.badJSON, "the line is not valid JSON"))
-        }
-        guard case .object(let fields) = value else {
-            return .failure(ProtocolError(.badRequest, "a request must be a JSON object"))
-        }
-        var id: RequestID?
-        switch fields["id"] {
-        case nil, .null?: id = nil
-        case .string(let s)?: id = .string(s)
-        case .number(let n)? where n == n.rounded() && abs(n) < 9.0e15: id = .number(Int64(n))
-        default: return .failure(ProtocolError(.badRequest, "\"id\" must be an integer or a string"))
+        let fields: [String: JSONValue], id: RequestID?
+        switch RequestLine.object(line) {
+        case .failure(let error): return .failure(error)
+        case .success(let parsed): (fields, id) = parsed
         }
         func bad(_ message: String) -> Result<TransferRequest, ProtocolError> { .failure(ProtocolError(.badRequest, message, id: id)) }
         guard case .string(let opName)? = fields["op"] else { return bad("a request needs \"op\" as a string") }
@@ -158,13 +150,8 @@ public enum TransferReply: Sendable, Hashable {
 }
 
 extension TransferReply: Codable {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, ReplyEnvelopeKey {
         case version, type, id, job, jobs, error
-    }
-
-    private struct ErrorBody: Codable {
-        var code: ProtocolError.Code
-        var message: String
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -184,27 +171,20 @@ extension TransferReply: Codable {
             try c.encodeIfPresent(id, forKey: .id)
         case .error(let error):
             try c.encodeIfPresent(error.id, forKey: .id)
-            try c.encode(ErrorBody(code: error.code, message: error.message), forKey: .error)
+            try c.encode(ReplyEnvelope<CodingKeys>.ErrorBody(code: error.code, message: error.message), forKey: .error)
         }
     }
 
     public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        let version = try c.decode(Int.self, forKey: .version)
-        guard version == protocolVersion else {
-            throw DecodingError.dataCorruptedError(forKey: .version, in: c, debugDescription: "unsupported protocol version \(version)")
-        }
-        let id = try c.decodeIfPresent(RequestID.self, forKey: .id)
-        switch try c.decode(String.self, forKey: .type) {
+        let envelope = try ReplyEnvelope<CodingKeys>(decoder)
+        let c = envelope.container, id = envelope.id
+        switch envelope.type {
         case "job": self = .job(id: id, job: try c.decode(Job.self, forKey: .job))
         case "jobs": self = .jobs(id: id, jobs: try c.decode([Job].self, forKey: .jobs))
         case "event": self = .event(job: try c.decode(Job.self, forKey: .job))
         case "pong": self = .pong(id: id)
-        case "error":
-            let body = try c.decode(ErrorBody.self, forKey: .error)
-            self = .error(ProtocolError(body.code, body.message, id: id))
-        case let other:
-            throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "unknown message type \(other)")
+        case "error": self = .error(try envelope.error())
+        default: throw envelope.unknownType
         }
     }
 }

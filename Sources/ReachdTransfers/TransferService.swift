@@ -39,27 +39,16 @@ public enum TransferService {
         let store = try JobStore(directory: options.stateDirectory)
         let files = try UserFiles()
         let fetcher = Fetcher(logger: logger)
-        let hub = VerdictHub(engine: InternetVerdict(classifier: options.configuration.classifier))
-        let resolver = HostResolver()
-        let hosts = try HostMonitor(
-            judge: options.configuration.hostJudge, refreshSeconds: options.configuration.hostRefreshSeconds,
-            resolver: resolver, logger: logger
+        let network = try NetworkView(
+            configuration: options.configuration, watcher: options.watcher, networkManager: options.networkManager, logger: logger
         )
+        let hosts = network.hosts
         var settings = TransferScheduler.Settings()
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, logger: logger)
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
-        let merger = SnapshotMerger { snapshot in
-            let published = hub.update(snapshot: snapshot)
-            hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
-        }
-        let manager = NetworkManagerMetered.start(on: options.networkManager, merger: merger, logger: logger)
-        let watcher = NetlinkWatcher(options: options.watcher, logger: logger)
-        try watcher.start { snapshot in
-            merger.update(netlink: snapshot)
-            manager?.follow(Set(snapshot.links.values.map(\.name)))
-        }
+        try network.start()
         try await scheduler.load()
         let endpoint: TransferServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
         let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, logger: logger)
@@ -77,10 +66,7 @@ public enum TransferService {
         await bus?.stop()
         await server.shutdown()
         await scheduler.stopAll()
-        watcher.stop()
-        manager?.stop()
-        hosts.stop()
-        await resolver.shutdown()
+        await network.stop()
         await fetcher.shutdown()
         await files.shutdown()
         logger.info("stopped")

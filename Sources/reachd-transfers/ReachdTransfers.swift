@@ -59,12 +59,7 @@ struct TransfersCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        DaemonStartup.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "reachd-transfers")
         var environment: [String: String] = [:]
         for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "HOME"] {
@@ -76,13 +71,7 @@ struct TransfersCommand: AsyncParsableCommand {
         guard let state = stateDir ?? TransferSocketPath.stateDirectory(uid: getuid(), environment: environment), state.hasPrefix("/") else {
             throw ValidationError("no state directory: pass --state-dir PATH (absolute) or set XDG_STATE_HOME")
         }
-        let configuration: Configuration
-        do {
-            configuration = try config.map(Configuration.load(path:)) ?? Configuration()
-        } catch let error as ConfigurationError {
-            logger.critical("configuration: \(error.message)")
-            throw ExitCode(2)
-        }
+        guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
         do {
             try await TransferService.run(
                 options: TransferServiceOptions(

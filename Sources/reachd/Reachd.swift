@@ -68,25 +68,14 @@ struct Reachd: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        DaemonStartup.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "reachd")
         var environment: [String: String] = [:]
         if let runtime = getenv("XDG_RUNTIME_DIR") { environment["XDG_RUNTIME_DIR"] = String(cString: runtime) }
         guard let path = socket ?? SocketPath.defaultPath(uid: getuid(), environment: environment) else {
             throw ValidationError("no socket path: pass --socket PATH or set XDG_RUNTIME_DIR")
         }
-        let configuration: Configuration
-        do {
-            configuration = try config.map(Configuration.load(path:)) ?? Configuration()
-        } catch let error as ConfigurationError {
-            logger.critical("configuration: \(error.message)")
-            throw ExitCode(2)
-        }
+        guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
         do {
             try await Daemon.run(
                 options: DaemonOptions(
