@@ -8,12 +8,12 @@ import ReachdTransferModel
 /// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).
 public struct TransferRequest: Hashable, Sendable {
     public enum Operation: String, Hashable, Sendable, CaseIterable {
-        case add, list, show, pause, resume, cancel, watch, ping
+        case add, list, show, pause, resume, cancel, refresh, watch, ping
     }
 
     public var op: Operation
     public var id: RequestID?
-    /// The job acted on (`show`, `pause`, `resume`, `cancel`; optional for `watch`).
+    /// The job acted on (`show`, `pause`, `resume`, `cancel`, `refresh`; optional for `watch`).
     public var job: String?
     /// What to download (`add`).
     public var download: DownloadSpec?
@@ -31,7 +31,7 @@ public struct TransferRequest: Hashable, Sendable {
 
 extension TransferRequest: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case op, id, job, url, output, allowMetered, priority, sha256
+        case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -45,6 +45,7 @@ extension TransferRequest: Encodable {
             try c.encode(download.allowMetered, forKey: .allowMetered)
             try c.encode(download.priority, forKey: .priority)
             try c.encodeIfPresent(download.sha256, forKey: .sha256)
+            try c.encodeIfPresent(download.refreshSeconds, forKey: .refreshEvery)
         }
     }
 }
@@ -84,7 +85,7 @@ public enum TransferRequestParser {
         default: return bad("\"job\" must be a job id (hex digits)")
         }
         switch op {
-        case .show, .pause, .resume, .cancel:
+        case .show, .pause, .resume, .cancel, .refresh:
             guard request.job != nil else { return bad("\(op.rawValue) needs \"job\"") }
         case .add:
             guard case .string(let url)? = fields["url"] else { return bad("add needs \"url\" as a string") }
@@ -106,6 +107,13 @@ public enum TransferRequestParser {
             case nil, .null?: break
             case .string(let hex)? where sha256(hex) != nil: spec.sha256 = sha256(hex)
             default: return bad("\"sha256\" must be 64 hex digits")
+            }
+            switch fields["refreshEvery"] {
+            case nil, .null?: break
+            case .number(let seconds)? where seconds == seconds.rounded()
+                && (Double(RefreshInterval.minimumSeconds)...Double(RefreshInterval.maximumSeconds)).contains(seconds):
+                spec.refreshSeconds = Int64(seconds)
+            default: return bad("\"refreshEvery\" must be a number of seconds from 1 to \(RefreshInterval.maximumSeconds)")
             }
             request.download = spec
         case .list, .watch, .ping: break

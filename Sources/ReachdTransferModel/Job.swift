@@ -57,13 +57,17 @@ public struct DownloadSpec: Hashable, Sendable, Codable {
     public var priority: Priority
     /// Expected SHA-256 of the whole file, lowercase hex.
     public var sha256: String?
+    /// Keep the file fresh: check the server this often (seconds) with a conditional request.
+    public var refreshSeconds: Int64?
 
-    public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil) {
+    public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil,
+                refreshSeconds: Int64? = nil) {
         self.url = url
         self.output = output
         self.allowMetered = allowMetered
         self.priority = priority
         self.sha256 = sha256
+        self.refreshSeconds = refreshSeconds
     }
 }
 
@@ -107,6 +111,14 @@ public struct Job: Hashable, Sendable {
     public var reason: String?
     /// Validators of the version the partial file holds.
     public var validators: Validators
+    /// Validators of the file in place at the output (set when a download completes): refresh checks send them.
+    public var current: Validators
+    /// Check the server for a newer file this often (seconds); nil for a one-off download.
+    public var refreshSeconds: Int64?
+    /// When the file in place was last confirmed or replaced (a completed download counts); nil before.
+    public var lastChecked: Timestamp?
+    /// When the next refresh check is due; nil when none is planned.
+    public var nextCheck: Timestamp?
     /// Failed attempts since the last progress (drives the backoff).
     public var attempts: Int
     /// When a deferred retry may run again.
@@ -128,6 +140,10 @@ public struct Job: Hashable, Sendable {
         self.bytesTotal = nil
         self.reason = nil
         self.validators = Validators()
+        self.current = Validators()
+        self.refreshSeconds = spec.refreshSeconds
+        self.lastChecked = nil
+        self.nextCheck = nil
         self.attempts = 0
         self.retryAt = nil
         self.created = created
@@ -142,6 +158,10 @@ public struct Job: Hashable, Sendable {
         return "\(directory)/.\(name).\(id).part"
     }
 
+    /// The job has put a file in place before, so a new transfer is a refresh check (conditional, and the
+    /// file in place stays until a newer one is complete).
+    public var isRefreshing: Bool { lastChecked != nil && state != .completed }
+
     /// A fresh random job id: 16 lowercase hex digits.
     public static func newID<G: RandomNumberGenerator>(using generator: inout G) -> String {
         let value = UInt64.random(in: .min ... .max, using: &generator)
@@ -154,8 +174,11 @@ public struct Job: Hashable, Sendable {
 extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
-        case etag, lastModified, attempts, retryAt, created, updated
+        case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck
     }
+
+    /// The validators shown: those of the file in place once there is one, else of the version being fetched.
+    private var shownValidators: Validators { current.etag != nil || current.lastModified != nil ? current : validators }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -171,8 +194,11 @@ extension Job: Codable {
         try c.encode(bytesReceived, forKey: .bytesReceived)
         try c.encode(bytesTotal, forKey: .bytesTotal)
         try c.encode(reason, forKey: .reason)
-        try c.encode(validators.etag, forKey: .etag)
-        try c.encode(validators.lastModified, forKey: .lastModified)
+        try c.encode(shownValidators.etag, forKey: .etag)
+        try c.encode(shownValidators.lastModified, forKey: .lastModified)
+        try c.encode(refreshSeconds, forKey: .refreshEvery)
+        try c.encode(lastChecked, forKey: .lastChecked)
+        try c.encode(nextCheck, forKey: .nextCheck)
         try c.encode(attempts, forKey: .attempts)
         try c.encode(retryAt, forKey: .retryAt)
         try c.encode(created, forKey: .created)
@@ -197,9 +223,32 @@ extension Job: Codable {
             etag: try c.decodeIfPresent(String.self, forKey: .etag),
             lastModified: try c.decodeIfPresent(String.self, forKey: .lastModified)
         )
+        refreshSeconds = try c.decodeIfPresent(Int64.self, forKey: .refreshEvery)
+        lastChecked = try c.decodeIfPresent(Timestamp.self, forKey: .lastChecked)
+        current = lastChecked == nil ? Validators() : validators
+        nextCheck = try c.decodeIfPresent(Timestamp.self, forKey: .nextCheck)
         attempts = try c.decode(Int.self, forKey: .attempts)
         retryAt = try c.decodeIfPresent(Timestamp.self, forKey: .retryAt)
         created = try c.decode(Timestamp.self, forKey: .created)
         updated = try c.decode(Timestamp.self, forKey: .updated)
+    }
+}
+
+/// `--refresh-every` durations: `90s`, `15m`, `6h`, `2d`, or plain seconds.
+public enum RefreshInterval {
+    public static let minimumSeconds: Int64 = 1
+    public static let maximumSeconds: Int64 = 365 * 86400
+
+    /// Seconds, or nil when the text is not such a duration (or outside 1 s … 365 d).
+    public static func seconds(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        var digits = Substring(text), unit: Int64 = 1
+        if let last = text.last, let factor = units[last] {
+            digits = text.dropLast()
+            unit = factor
+        }
+        guard !digits.isEmpty, digits.count <= 9, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int64(digits) else { return nil }
+        let seconds = value * unit
+        return (minimumSeconds...maximumSeconds).contains(seconds) ? seconds : nil
     }
 }

@@ -3,8 +3,14 @@
 public enum ResumePlan {
     /// Headers of the GET for a partial file of `offset` bytes holding the version `validators`.
     /// Without a validator a resume could splice two versions of the file, so it restarts from 0.
-    public static func request(offset: Int64, validators: Validators) -> Request {
-        guard offset > 0, let ifRange = validators.ifRange else { return Request(offset: 0, headers: []) }
+    /// A new transfer of a refresh job is conditional on the file in place (`installed`): If-None-Match
+    /// with its ETag, else If-Modified-Since with its Last-Modified.
+    public static func request(offset: Int64, validators: Validators, installed: Validators? = nil) -> Request {
+        guard offset > 0, let ifRange = validators.ifRange else {
+            if let etag = installed?.etag { return Request(offset: 0, headers: [("If-None-Match", etag)]) }
+            if let date = installed?.lastModified { return Request(offset: 0, headers: [("If-Modified-Since", date)]) }
+            return Request(offset: 0, headers: [])
+        }
         return Request(offset: offset, headers: [("Range", "bytes=\(offset)-"), ("If-Range", ifRange)])
     }
 
@@ -37,6 +43,8 @@ public enum ResumePlan {
         case write(offset: Int64, total: Int64?, validators: Validators)
         /// The partial file already holds the whole file (416 with `*/size` equal to it).
         case complete
+        /// 304 to a conditional request: the file in place is current.
+        case notModified
         /// Drop the partial file and ask again from byte 0.
         case restart(reason: String)
         /// Try again later (5xx, 429); `retryAfter` is the server's header, if any.
@@ -62,6 +70,8 @@ public enum ResumePlan {
             // A 206 without validators of its own continues the version the partial file holds.
             let sent = response.validators
             return .write(offset: offset, total: range.total, validators: sent.etag == nil && sent.lastModified == nil ? current : sent)
+        case 304:
+            return .notModified
         case 416:
             if let range = response.contentRange.flatMap(ContentRange.init), range.first == nil, let total = range.total, total == offset {
                 return .complete

@@ -13,6 +13,8 @@ import Glibc
 enum FetchOutcome: Sendable {
     /// The partial file holds the whole file (`total` bytes), flushed to disk.
     case complete(total: Int64)
+    /// 304 to a refresh check: the file in place is current; nothing was transferred.
+    case notModified
     /// Try again later; `retryAfter` in seconds when the server said.
     case retry(reason: String, retryAfter: Double?)
     /// The partial file was dropped: ask again from byte 0.
@@ -85,7 +87,7 @@ final class Fetcher: Sendable {
 
     /// Fetches the rest of `job` into its partial file `fd` (which holds `offset` bytes of `job.validators`' version).
     func fetch(_ job: Job, fd: Int32, offset: Int64, observer: some FetchObserver) async -> FetchOutcome {
-        let plan = ResumePlan.request(offset: offset, validators: job.validators)
+        let plan = ResumePlan.request(offset: offset, validators: job.validators, installed: job.isRefreshing ? job.current : nil)
         var request = HTTPClientRequest(url: job.url)
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
@@ -108,6 +110,8 @@ final class Fetcher: Sendable {
         switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators) {
         case .complete:
             return await sync(fd) ?? .complete(total: plan.offset)
+        case .notModified:
+            return .notModified
         case .restart(let reason):
             return await truncate(fd) ?? .restart(reason: reason)
         case .retry(let reason, let retryAfter):

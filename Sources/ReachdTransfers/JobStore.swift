@@ -42,6 +42,15 @@ public final class JobStore: Sendable {
                 t.column("updated", .integer).notNull()
             }
         }
+        migrator.registerMigration("v2: refresh jobs") { db in
+            try db.alter(table: "job") { t in
+                t.add(column: "refreshSeconds", .integer)
+                t.add(column: "lastChecked", .integer)
+                t.add(column: "nextCheck", .integer)
+                t.add(column: "currentEtag", .text)
+                t.add(column: "currentLastModified", .text)
+            }
+        }
         return migrator
     }
 
@@ -63,14 +72,16 @@ public final class JobStore: Sendable {
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
-                      bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
+                      refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
                     job.sha256, Int64(job.owner.uid), Int64(job.owner.gid), job.owner.groups.map(String.init).joined(separator: ","),
                     job.bytesReceived, job.bytesTotal, job.reason, job.validators.etag, job.validators.lastModified,
                     job.attempts, job.retryAt?.microseconds, job.created.microseconds, job.updated.microseconds,
+                    job.refreshSeconds, job.lastChecked?.microseconds, job.nextCheck?.microseconds, job.current.etag, job.current.lastModified,
                 ]
             )
         }
@@ -95,6 +106,10 @@ public final class JobStore: Sendable {
         job.attempts = row["attempts"]
         job.retryAt = (row["retryAt"] as Int64?).map(Timestamp.init(microseconds:))
         job.updated = Timestamp(microseconds: row["updated"])
+        job.refreshSeconds = row["refreshSeconds"]
+        job.lastChecked = (row["lastChecked"] as Int64?).map(Timestamp.init(microseconds:))
+        job.nextCheck = (row["nextCheck"] as Int64?).map(Timestamp.init(microseconds:))
+        job.current = Validators(etag: row["currentEtag"], lastModified: row["currentLastModified"])
         return job
     }
 }

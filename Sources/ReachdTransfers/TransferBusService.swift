@@ -93,14 +93,16 @@ final class TransferBusService: @unchecked Sendable {
         func invalid(_ message: String) -> Result<TransferRequest, ProtocolError> { .failure(ProtocolError(.badRequest, message)) }
         switch member {
         case "List": return .success(TransferRequest(op: .list))
-        case "Show", "Pause", "Resume", "Cancel":
+        case "Show", "Pause", "Resume", "Cancel", "Refresh":
             guard let text = readString(call), let id = TransferRequestParser.jobID(text) else { return invalid("expected a job id (hex digits)") }
-            let op: TransferRequest.Operation = member == "Show" ? .show : member == "Pause" ? .pause : member == "Resume" ? .resume : .cancel
+            let op = TransferRequest.Operation(rawValue: member.lowercased()) ?? .show
             return .success(TransferRequest(op: op, job: id))
         case "Add":
             guard let url = readString(call), let output = readString(call) else { return invalid("expected url, output and options") }
             var spec = DownloadSpec(url: url, output: output)
-            guard let options = readOptions(call) else { return invalid("options must be a{sv} of AllowMetered (b), Priority (s), Sha256 (s)") }
+            guard let options = readOptions(call) else {
+                return invalid("options must be a{sv} of AllowMetered (b), Priority (s), Sha256 (s), RefreshEvery (s)")
+            }
             for (key, value) in options {
                 switch (key, value) {
                 case ("AllowMetered", .bool(let allow)): spec.allowMetered = allow
@@ -110,7 +112,10 @@ final class TransferBusService: @unchecked Sendable {
                 case ("Sha256", .string(let hex)):
                     guard let sum = TransferRequestParser.sha256(hex) else { return invalid("Sha256 must be 64 hex digits") }
                     spec.sha256 = sum
-                default: return invalid("unknown option \(key) (known: AllowMetered b, Priority s, Sha256 s)")
+                case ("RefreshEvery", .string(let text)):
+                    guard let seconds = RefreshInterval.seconds(text) else { return invalid("RefreshEvery must be a duration like 90s, 15m, 6h or 2d") }
+                    spec.refreshSeconds = seconds
+                default: return invalid("unknown option \(key) (known: AllowMetered b, Priority s, Sha256 s, RefreshEvery s)")
                 }
             }
             return .success(TransferRequest(op: .add, download: spec))
@@ -181,7 +186,8 @@ final class TransferBusService: @unchecked Sendable {
             ("State", .string(job.state.rawValue)), ("Priority", .string(job.priority.rawValue)),
             ("AllowMetered", .bool(job.allowMetered)), ("Sha256", .string(job.sha256 ?? "")), ("Uid", .uint32(job.owner.uid)),
             ("BytesReceived", .int64(job.bytesReceived)), ("BytesTotal", .int64(job.bytesTotal ?? -1)),
-            ("Reason", .string(job.reason ?? "")),
+            ("Reason", .string(job.reason ?? "")), ("RefreshEvery", .int64(job.refreshSeconds ?? 0)),
+            ("LastChecked", .string(job.lastChecked?.description ?? "")), ("NextCheck", .string(job.nextCheck?.description ?? "")),
         ]
     }
 

@@ -78,7 +78,7 @@ actor TransferScheduler: FetchObserver {
             jobs[job.id] = job
         }
         logger.info("loaded \(stored.count) jobs, \(jobs.values.filter { !$0.state.isTerminal }.count) unfinished")
-        for job in jobs.values where !job.state.isTerminal { watchHost(of: job) }
+        for job in jobs.values where !job.state.isTerminal || job.refreshSeconds != nil { watchHost(of: job) }
         reschedule()
     }
 
@@ -125,6 +125,7 @@ actor TransferScheduler: FetchObserver {
         case .pause: return .job(id: request.id, job: try await pause(try job(), owner: owner))
         case .resume: return .job(id: request.id, job: try resume(try job(), owner: owner))
         case .cancel: return .job(id: request.id, job: try await cancel(try job(), owner: owner))
+        case .refresh: return .job(id: request.id, job: try refresh(try job(), owner: owner))
         case .watch: throw ProtocolError(.badRequest, "watch needs a socket connection", id: request.id)
         }
     }
@@ -211,6 +212,20 @@ actor TransferScheduler: FetchObserver {
         }
     }
 
+    /// Checks a completed job's file against the server now (a refresh job's next check, or a one-off check).
+    func refresh(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
+        var job = try show(id, owner: owner)
+        if job.isRefreshing { return job }
+        guard job.state == .completed else {
+            throw ProtocolError(.conflict, "job \(id) is \(job.state.rawValue); only a completed download can be refreshed")
+        }
+        job.nextCheck = .now()
+        update(job)
+        watchHost(of: job)
+        reschedule()
+        return jobs[id] ?? job
+    }
+
     /// Cancels a job; a running transfer is stopped and the partial file removed before this returns.
     func cancel(_ id: String, owner: Owner) async throws(ProtocolError) -> Job {
         var job = try show(id, owner: owner)
@@ -244,14 +259,27 @@ actor TransferScheduler: FetchObserver {
 
     private func decision(for job: Job, size: Int64?, sizeChecked: Bool) -> TransferGate.Decision {
         let host = watchedHost[job.id] ?? ((try? TransferURL(job.url).host) ?? "?")
-        return settings.gate.decide(host: host, verdict: verdicts[host]?.verdict, size: size,
-                                    sizeChecked: sizeChecked, allowMetered: job.allowMetered)
+        let decision = settings.gate.decide(host: host, verdict: verdicts[host]?.verdict, size: size,
+                                            sizeChecked: sizeChecked, allowMetered: job.allowMetered)
+        // A refresh check is its own size probe: a 304 costs nothing, a large new body is stopped at its head.
+        if case .needSize = decision, job.isRefreshing { return .run }
+        return decision
     }
 
     /// Re-decides every unfinished job: queue or defer waiting ones, stop running ones whose route no
     /// longer allows them, start queued ones in order up to the limit.
     private func reschedule() {
         let now = Timestamp.now()
+        for var job in jobs.values where job.state == .completed && (job.nextCheck.map { $0 <= now } ?? false) {
+            // A refresh check is due: a new transfer, conditional on the file in place, which stays until it is replaced.
+            job.state = .queued
+            job.reason = "refresh check due"
+            job.bytesReceived = 0
+            job.bytesTotal = nil
+            job.validators = Validators()
+            sizeChecked.remove(job.id)
+            update(job)
+        }
         for var job in jobs.values where !job.state.isTerminal && job.state != .paused && running[job.id] == nil {
             if let retryAt = job.retryAt, retryAt > now {
                 job.state = .deferred
@@ -310,6 +338,7 @@ actor TransferScheduler: FetchObserver {
         retryTimer?.cancel()
         retryTimer = nil
         let waiting = jobs.values.filter { !$0.state.isTerminal && $0.state != .paused }.compactMap(\.retryAt)
+            + jobs.values.filter { $0.state == .completed }.compactMap(\.nextCheck)
         guard let next = waiting.min() else { return }
         let delay = max(0, Double(next.microseconds - Timestamp.now().microseconds) / 1e6) + 0.01
         retryTimer = Task {
@@ -354,6 +383,13 @@ actor TransferScheduler: FetchObserver {
         }
         if case .complete(let total) = outcome {
             await complete(&job, total: total)
+        } else if case .notModified = outcome {
+            await files.removePartial(of: job)
+            job.bytesReceived = await files.size(of: job.output, as: job.owner)
+            job.bytesTotal = job.bytesReceived
+            job.validators = Validators()
+            markChecked(&job)
+            logger.info("job \(job.id): not modified since \(job.current.lastModified ?? job.current.etag ?? "the last check")")
         } else if let intent {
             job.bytesReceived = await files.partialSize(of: job)
             switch intent {
@@ -366,10 +402,26 @@ actor TransferScheduler: FetchObserver {
         } else {
             await apply(outcome, to: &job)
         }
+        if job.state == .failed && job.lastChecked != nil {
+            // A failed refresh keeps the file in place and the job: the next check is planned as usual.
+            job.reason = "refresh failed (\(job.reason ?? "?")); the file in place is kept"
+            markChecked(&job, reason: job.reason)
+        }
         running[id] = nil
         update(job)
-        if job.state.isTerminal { unwatchHost(of: id) }
+        if job.state.isTerminal && !(job.state == .completed && job.refreshSeconds != nil) { unwatchHost(of: id) }
         reschedule()
+    }
+
+    /// The file in place is current as of now: completed, next check planned.
+    private func markChecked(_ job: inout Job, reason: String? = nil) {
+        let now = Timestamp.now()
+        job.state = .completed
+        job.reason = reason
+        job.attempts = 0
+        job.retryAt = nil
+        job.lastChecked = now
+        job.nextCheck = job.refreshSeconds.map { Timestamp(microseconds: now.microseconds + $0 * 1_000_000) }
     }
 
     private func complete(_ job: inout Job, total: Int64) async {
@@ -392,8 +444,8 @@ actor TransferScheduler: FetchObserver {
         }
         do {
             try await files.moveIntoPlace(job)
-            job.state = .completed
-            job.reason = nil
+            job.current = job.validators
+            markChecked(&job)
             logger.info("job \(job.id) completed", metadata: ["bytes": "\(total)", "output": "\(job.output)"])
         } catch {
             job.state = .failed
@@ -406,7 +458,7 @@ actor TransferScheduler: FetchObserver {
         job.bytesReceived = await files.partialSize(of: job)
         if progressedThisAttempt.contains(job.id) { job.attempts = 0 }
         switch outcome {
-        case .complete, .stopped:
+        case .complete, .notModified, .stopped:
             job.state = .queued
         case .notAllowed(let total):
             job.bytesTotal = total

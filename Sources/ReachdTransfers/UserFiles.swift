@@ -75,10 +75,13 @@ public final class UserFiles: Sendable {
     }
 
     /// Size of the partial file, 0 when it is missing.
-    func partialSize(of job: Job) async -> Int64 {
-        (try? await run(as: job.owner) {
+    func partialSize(of job: Job) async -> Int64 { await size(of: job.partialPath, as: job.owner) }
+
+    /// Size of the file at `path` as `owner` sees it, 0 when it is missing.
+    func size(of path: String, as owner: Owner) async -> Int64 {
+        (try? await run(as: owner) {
             var info = stat()
-            return stat(job.partialPath, &info) == 0 ? Int64(info.st_size) : 0
+            return stat(path, &info) == 0 ? Int64(info.st_size) : 0
         }) ?? 0
     }
 

@@ -75,7 +75,8 @@ func humanLine(_ job: Job) -> String {
     let total = job.bytesTotal.map(byteCount) ?? "?"
     let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesReceived) * 100 / Double($0)))%" : nil } ?? ""
     let reason = job.reason.map { "  (\($0))" } ?? ""
-    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)"
+    let refresh = job.nextCheck.map { "  next check \($0)" } ?? ""
+    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)\(refresh)"
 }
 
 extension Reachctl {
@@ -83,7 +84,7 @@ extension Reachctl {
         static let configuration = CommandConfiguration(
             abstract: "Queue downloads that wait for an unmetered route (served by reachd-transfers).",
             discussion: "Exit status: 0 done, 1 failed/cancelled/timed out (wait), 2 error.",
-            subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Cancel.self, WaitJob.self]
+            subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Cancel.self, Refresh.self, WaitJob.self]
         )
     }
 }
@@ -98,10 +99,15 @@ extension Reachctl.Download {
         @Flag(help: "Run even when the route to the server is metered.") var allowMetered = false
         @Option(help: "low, normal or high.") var priority: String = "normal"
         @Option(help: "Expected SHA-256 (hex) of the whole file; a mismatch fails the job.") var sha256: String?
+        @Option(help: "Keep the file fresh: check the server this often (e.g. 90s, 15m, 6h, 2d) with a conditional request.")
+        var refreshEvery: String?
         @Flag(help: "Print {\"id\": …} and the job as JSON.") var json = false
 
         func validate() throws {
             guard Priority(rawValue: priority) != nil else { throw ValidationError("--priority must be low, normal or high") }
+            if let refreshEvery, RefreshInterval.seconds(refreshEvery) == nil {
+                throw ValidationError("--refresh-every must be a duration from 1s to 365d, like 90s, 15m, 6h or 2d")
+            }
             if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
                 throw ValidationError("--sha256 must be 64 hex digits")
             }
@@ -115,7 +121,7 @@ extension Reachctl.Download {
                 free(cwd)
             }
             let spec = DownloadSpec(url: url, output: path, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
-                                    sha256: sha256?.lowercased())
+                                    sha256: sha256?.lowercased(), refreshSeconds: refreshEvery.flatMap(RefreshInterval.seconds))
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
             printLine(json ? job.json : job.id)
@@ -171,6 +177,12 @@ extension Reachctl.Download {
         static let configuration = CommandConfiguration(abstract: "Cancel a job and remove its partial file.")
         @OptionGroup var job: JobArguments
         func run() throws { job.perform(.cancel) }
+    }
+
+    struct Refresh: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Check a completed download against the server now (conditional request).")
+        @OptionGroup var job: JobArguments
+        func run() throws { job.perform(.refresh) }
     }
 
     struct WaitJob: ParsableCommand {

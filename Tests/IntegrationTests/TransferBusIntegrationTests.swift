@@ -46,7 +46,7 @@ final class TransferBusIntegrationTests: XCTestCase {
         usleep(300_000)
 
         let added = try call("Add", "'ssa{sv}' \(lab.url("b.bin")) \(lab.out)/b.bin 2 Priority s high Sha256 s \(sum)")
-        XCTAssertTrue(added.hasPrefix("a{sv} 11 "), added)
+        XCTAssertTrue(added.hasPrefix("a{sv} 14 "), added)
         XCTAssertTrue(added.contains(#""Priority" s "high""#) && added.contains(#""Uid" u 0"#), added)
         let id = try id(in: added)
         try lab.waitFor(id, "completed") { $0.state == .completed }
@@ -70,6 +70,9 @@ final class TransferBusIntegrationTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("unknown option Colour"), "\($0)")
         }
         XCTAssertThrowsError(try call("Resume", "s \(id)")) { XCTAssertTrue("\($0)".contains("is completed"), "\($0)") }
+        let refreshed = try call("Refresh", "s \(id)")
+        XCTAssertTrue(refreshed.contains(#""Id" s "\#(id)""#), refreshed)
+        try lab.waitFor(id, "checked") { $0.state == .completed && $0.lastChecked != nil && $0.reason == nil && $0.nextCheck == nil }
     }
 
     func testCallsActAsTheCaller() throws {

@@ -34,7 +34,7 @@ final class TransferMessagesTests: XCTestCase {
     // MARK: Parser
 
     func testParserRefusals() {
-        let known = "add, list, show, pause, resume, cancel, watch, ping"
+        let known = "add, list, show, pause, resume, cancel, refresh, watch, ping"
         let add = #""op":"add","url":"http://h/x","output":"/x""#
         let table: [(String, ProtocolError.Code, String, RequestID?, Int)] = [
             ("not json", .badJSON, "the line is not valid JSON", nil, #line),
@@ -53,6 +53,11 @@ final class TransferMessagesTests: XCTestCase {
             (#"{"op":"LIST"}"#, .unknownOp, #"unknown op "LIST"; known: "# + known, nil, #line),
             (#"{"op":"show","id":5}"#, .badRequest, #"show needs "job""#, .number(5), #line),
             (#"{"op":"pause","job":null}"#, .badRequest, #"pause needs "job""#, nil, #line),
+            (#"{"op":"refresh"}"#, .badRequest, #"refresh needs "job""#, nil, #line),
+            (#"{"op":"add","url":"http://h/","output":"/x","refreshEvery":0}"#, .badRequest,
+             #""refreshEvery" must be a number of seconds from 1 to 31536000"#, nil, #line),
+            (#"{"op":"add","url":"http://h/","output":"/x","refreshEvery":"6h"}"#, .badRequest,
+             #""refreshEvery" must be a number of seconds from 1 to 31536000"#, nil, #line),
             (#"{"op":"resume"}"#, .badRequest, #"resume needs "job""#, nil, #line),
             (#"{"op":"cancel"}"#, .badRequest, #"cancel needs "job""#, nil, #line),
             (#"{"op":"show","job":"xyz","id":6}"#, .badRequest, #""job" must be a job id (hex digits)"#, .number(6), #line),
@@ -186,8 +191,8 @@ final class TransferMessagesTests: XCTestCase {
 
     func testJobJSON() {
         XCTAssertEqual(job().json, #"{"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
-            + #""created":"2026-11-22T03:52:02.000000Z","etag":null,"id":"00000000000000a1","lastModified":null,"#
-            + #""output":"/home/u/x.iso","priority":"normal","reason":null,"retryAt":null,"sequence":9,"sha256":null,"#
+            + #""created":"2026-11-22T03:52:02.000000Z","etag":null,"id":"00000000000000a1","lastChecked":null,"lastModified":null,"#
+            + #""nextCheck":null,"output":"/home/u/x.iso","priority":"normal","reason":null,"refreshEvery":null,"retryAt":null,"sequence":9,"sha256":null,"#
             + #""state":"queued","uid":1000,"updated":"2026-11-22T03:52:02.000000Z","#
             + #""url":"https://mirror.test/pub/x.iso?a=1&b=2"}"#)
         let busy = busyJob().json

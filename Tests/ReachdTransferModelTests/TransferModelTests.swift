@@ -142,7 +142,8 @@ final class TransferModelTests: XCTestCase {
         for status in [404, 403, 410, 401, 400, 204] {
             XCTAssertEqual(ResumePlan.interpret(R(status: status, retryAfter: "1"), offset: 7), .fail(reason: "failed: server answered \(status)"))
         }
-        for status in [300, 301, 304, 307, 308] {
+        XCTAssertEqual(ResumePlan.interpret(R(status: 304), offset: 0), .notModified)
+        for status in [300, 301, 307, 308] {
             XCTAssertEqual(ResumePlan.interpret(R(status: status), offset: 0),
                            .fail(reason: "failed: server answered \(status) (too many redirects or no Location)"))
         }
@@ -317,8 +318,8 @@ final class TransferModelTests: XCTestCase {
         let fresh = job("0123456789abcdef", 3)
         let text = String(decoding: try encoder.encode(fresh), as: UTF8.self)
         XCTAssertEqual(text, #"{"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
-            + #""created":"2023-11-14T22:13:20.000000Z","etag":null,"id":"0123456789abcdef","lastModified":null,"#
-            + #""output":"/srv/x.iso","priority":"normal","reason":null,"retryAt":null,"sequence":3,"sha256":null,"#
+            + #""created":"2023-11-14T22:13:20.000000Z","etag":null,"id":"0123456789abcdef","lastChecked":null,"lastModified":null,"#
+            + #""nextCheck":null,"output":"/srv/x.iso","priority":"normal","reason":null,"refreshEvery":null,"retryAt":null,"sequence":3,"sha256":null,"#
             + #""state":"queued","uid":1000,"updated":"2023-11-14T22:13:20.000000Z","url":"http://mirror.test/x"}"#)
 
         var full = fresh
@@ -333,5 +334,25 @@ final class TransferModelTests: XCTestCase {
             XCTAssertEqual(decoded, expected)
             XCTAssertNotEqual(decoded, original, "gid and groups are not on the wire")
         }
+    }
+
+    func testRefreshChecksAreConditionalOnTheFileInPlace() {
+        let installed = Validators(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let byETag = ResumePlan.request(offset: 0, validators: Validators(), installed: installed)
+        XCTAssertEqual(byETag.headers.map { "\($0.0): \($0.1)" }, ["If-None-Match: \"v1\""])
+        let byDate = ResumePlan.request(offset: 0, validators: Validators(), installed: Validators(lastModified: installed.lastModified))
+        XCTAssertEqual(byDate.headers.map { "\($0.0): \($0.1)" }, ["If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT"])
+        // An interrupted refresh download resumes its own (new) version with Range, not conditionally.
+        let resume = ResumePlan.request(offset: 10, validators: Validators(etag: "\"v2\""), installed: installed)
+        XCTAssertEqual(resume.headers.map { "\($0.0): \($0.1)" }, ["Range: bytes=10-", "If-Range: \"v2\""])
+        XCTAssertTrue(ResumePlan.request(offset: 0, validators: Validators(), installed: Validators()).headers.isEmpty)
+    }
+
+    func testRefreshIntervals() {
+        let table: [(String, Int64?)] = [
+            ("6h", 21600), ("15m", 900), ("90s", 90), ("2d", 172800), ("45", 45), ("1s", 1),
+            ("0s", nil), ("h", nil), ("-5m", nil), ("1.5h", nil), ("366d", nil), ("", nil), ("6 h", nil), ("６h", nil),
+        ]
+        for (text, seconds) in table { XCTAssertEqual(RefreshInterval.seconds(text), seconds, text) }
     }
 }

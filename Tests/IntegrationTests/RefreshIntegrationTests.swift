@@ -1,0 +1,107 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+import XCTest
+
+/// Refresh jobs: conditional checks (If-None-Match) against reachd-testserver, 304 without a body, a
+/// changed file swapped in atomically, a failed refresh keeping the file, and metered gating of a refresh.
+final class RefreshIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    private func start() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n")
+    }
+
+    private func inode(_ path: String) -> UInt {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt(info.st_ino) : 0
+    }
+
+    private func gets(_ path: String) -> [[String: Any]] { lab.requests(path: path).filter { $0["method"] as? String == "GET" } }
+
+    func testPeriodicCheckGets304AndLeavesTheFile() throws {
+        try start()
+        let sum = try lab.serve("r.bin", bytes: 400_000)
+        let id = try lab.add(lab.url("r.bin"), output: lab.out + "/r.bin", ["--refresh-every", "1s"])
+        let first = try lab.waitFor(id, "completed") { $0.state == .completed && $0.lastChecked != nil }
+        XCTAssertEqual(first.refreshSeconds, 1)
+        XCTAssertNotNil(first.nextCheck)
+        let etag = try XCTUnwrap(first.validators.etag)
+        let before = inode(lab.out + "/r.bin")
+        let checked = try lab.waitFor(id, "checked again", timeout: 10) { $0.state == .completed && $0.lastChecked != first.lastChecked }
+        XCTAssertEqual(checked.bytesReceived, 400_000)
+        XCTAssertGreaterThan(checked.nextCheck!, checked.lastChecked!)
+        XCTAssertEqual(inode(lab.out + "/r.bin"), before, "the file was not rewritten")
+        XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
+        usleep(200_000)
+        let check = try XCTUnwrap(gets("r.bin").dropFirst().first)
+        XCTAssertEqual(check["status"] as? Int, 304)
+        XCTAssertEqual(check["bodyBytes"] as? Int, 0)
+        XCTAssertEqual(check["ifNoneMatch"] as? String, etag)
+    }
+
+    func testChangedFileIsSwappedInAndAFailedRefreshKeepsIt() throws {
+        try start()
+        _ = try lab.serve("r.bin", bytes: 300_000, seed: 1)
+        let id = try lab.add(lab.url("r.bin"), output: lab.out + "/r.bin")
+        let first = try lab.waitFor(id, "completed") { $0.state == .completed }
+        XCTAssertNil(first.nextCheck, "a one-off download plans no check")
+        let newSum = try lab.serve("r.bin", bytes: 250_000, seed: 9)
+        XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
+        let swapped = try lab.waitFor(id, "replaced") { $0.state == .completed && $0.lastChecked != first.lastChecked }
+        XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), newSum)
+        XCTAssertNotEqual(swapped.validators.etag, first.validators.etag, "the new version's validators")
+        XCTAssertEqual(swapped.bytesReceived, 250_000)
+        XCTAssertEqual(gets("r.bin").last?["status"] as? Int, 200)
+
+        try FileManager.default.removeItem(atPath: lab.www + "/r.bin")
+        XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
+        let failed = try lab.waitFor(id, "refresh failed") { $0.state == .completed && ($0.reason ?? "").contains("refresh failed") }
+        XCTAssertEqual(failed.reason, "refresh failed (failed: server answered 404); the file in place is kept")
+        XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), newSum)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: lab.out), ["r.bin"], "no partial file left")
+    }
+
+    func testALargeNewVersionWaitsForAnUnmeteredRouteWhileAnUnchangedOneIsCheckedOnWWAN() throws {
+        try start()
+        let oldSum = try lab.serve("big.bin", bytes: 3_000_000, seed: 1)
+        let id = try lab.add(lab.url("big.bin"), output: lab.out + "/big.bin")
+        var job = try lab.waitFor(id, "completed") { $0.state == .completed }
+        try lab.eth0Down()
+        usleep(300_000)
+        XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
+        job = try lab.waitFor(id, "checked on wwan0") { [last = job.lastChecked] in $0.state == .completed && $0.lastChecked != last }
+        XCTAssertEqual(gets("big.bin").last?["status"] as? Int, 304, "a check costs no body, so it runs on a metered route")
+
+        let newSum = try lab.serve("big.bin", bytes: 3_500_000, seed: 5)
+        XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
+        let deferred = try lab.waitFor(id, "deferred for the metered route") { $0.state == .deferred && ($0.reason ?? "").contains("metered") }
+        XCTAssertTrue(deferred.reason!.contains("3500000 bytes exceed the metered threshold"), deferred.reason!)
+        XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), oldSum, "the old file stays while the new one waits")
+
+        try lab.eth0Up()
+        try lab.waitFor(id, "replaced over eth0") { $0.state == .completed && $0.bytesReceived == 3_500_000 }
+        XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), newSum)
+    }
+
+    func testRefreshNeedsACompletedJob() throws {
+        try start()
+        _ = try lab.serve("slow.bin", bytes: 2_000_000)
+        let id = try lab.add(lab.url("slow.bin?rate=500000"), output: lab.out + "/slow.bin")
+        try lab.waitFor(id, "running") { $0.state == .running }
+        let refused = try lab.download(["refresh", id])
+        XCTAssertEqual(refused.status, 2)
+        XCTAssertTrue(refused.err.contains("(conflict)") && refused.err.contains("only a completed download can be refreshed"), refused.err)
+        let badInterval = try lab.download(["add", lab.url("slow.bin"), "--output", lab.out + "/x", "--refresh-every", "soon"])
+        XCTAssertEqual(badInterval.status, 64, "a usage error")
+        XCTAssertTrue(badInterval.err.contains("--refresh-every must be a duration"), badInterval.err)
+    }
+}
