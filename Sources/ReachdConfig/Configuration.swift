@@ -19,6 +19,10 @@ public struct Configuration: Hashable, Sendable {
     public var meteredThreshold: Int64 = 10 * 1024 * 1024
     /// `[downloads] concurrency`: transfers running at once.
     public var transferConcurrency = 2
+    /// `[downloads] netrc`: one netrc file for every job's credentials; nil: each user's `~/.netrc`.
+    public var netrcPath: String?
+    /// `[downloads] ca_file`: PEM certificates trusted for https besides the system's.
+    public var caFile: String?
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -81,8 +85,13 @@ extension Configuration {
         }
         if let value = table["downloads"] {
             guard let section = value.table else { throw ConfigurationError("\"downloads\" must be a table: write [downloads]") }
-            for key in section.keys where key != "metered_threshold" && key != "concurrency" {
-                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: concurrency, metered_threshold)")
+            for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file"].contains(key) {
+                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, metered_threshold, netrc)")
+            }
+            for (key, value) in [("netrc", section["netrc"]), ("ca_file", section["ca_file"])] {
+                guard let value else { continue }
+                guard let path = value.string, path.hasPrefix("/") else { throw ConfigurationError("downloads: \"\(key)\" must be an absolute path") }
+                if key == "netrc" { netrcPath = path } else { caFile = path }
             }
             if let threshold = section["metered_threshold"] {
                 guard let bytes = threshold.integer, bytes >= 0 else {

@@ -31,7 +31,7 @@ public struct TransferRequest: Hashable, Sendable {
 
 extension TransferRequest: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery
+        case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery, allowInsecureAuth
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -46,6 +46,7 @@ extension TransferRequest: Encodable {
             try c.encode(download.priority, forKey: .priority)
             try c.encodeIfPresent(download.sha256, forKey: .sha256)
             try c.encodeIfPresent(download.refreshSeconds, forKey: .refreshEvery)
+            if download.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
         }
     }
 }
@@ -95,6 +96,11 @@ public enum TransferRequestParser {
             case nil, .null?: break
             case .bool(let allow)?: spec.allowMetered = allow
             default: return bad("\"allowMetered\" must be true or false")
+            }
+            switch fields["allowInsecureAuth"] {
+            case nil, .null?: break
+            case .bool(let allow)?: spec.allowInsecureAuth = allow
+            default: return bad("\"allowInsecureAuth\" must be true or false")
             }
             switch fields["priority"] {
             case nil, .null?: break

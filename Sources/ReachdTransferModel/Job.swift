@@ -59,9 +59,12 @@ public struct DownloadSpec: Hashable, Sendable, Codable {
     public var sha256: String?
     /// Keep the file fresh: check the server this often (seconds) with a conditional request.
     public var refreshSeconds: Int64?
+    /// Send netrc credentials over plain http too (otherwise such a job fails rather than expose them).
+    public var allowInsecureAuth: Bool
 
     public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil,
-                refreshSeconds: Int64? = nil) {
+                refreshSeconds: Int64? = nil, allowInsecureAuth: Bool = false) {
+        self.allowInsecureAuth = allowInsecureAuth
         self.url = url
         self.output = output
         self.allowMetered = allowMetered
@@ -101,6 +104,8 @@ public struct Job: Hashable, Sendable {
     public var state: JobState
     public var priority: Priority
     public var allowMetered: Bool
+    /// Send netrc credentials over plain http too.
+    public var allowInsecureAuth: Bool
     public var sha256: String?
     public var owner: Owner
     /// Bytes of the file on disk (partial while running).
@@ -134,6 +139,7 @@ public struct Job: Hashable, Sendable {
         self.state = .queued
         self.priority = spec.priority
         self.allowMetered = spec.allowMetered
+        self.allowInsecureAuth = spec.allowInsecureAuth
         self.sha256 = spec.sha256
         self.owner = owner
         self.bytesReceived = 0
@@ -174,7 +180,7 @@ public struct Job: Hashable, Sendable {
 extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
-        case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck
+        case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck, allowInsecureAuth
     }
 
     /// The validators shown: those of the file in place once there is one, else of the version being fetched.
@@ -189,6 +195,7 @@ extension Job: Codable {
         try c.encode(state, forKey: .state)
         try c.encode(priority, forKey: .priority)
         try c.encode(allowMetered, forKey: .allowMetered)
+        try c.encode(allowInsecureAuth, forKey: .allowInsecureAuth)
         try c.encode(sha256, forKey: .sha256)
         try c.encode(owner.uid, forKey: .uid)
         try c.encode(bytesReceived, forKey: .bytesReceived)
@@ -214,6 +221,7 @@ extension Job: Codable {
         state = try c.decode(JobState.self, forKey: .state)
         priority = try c.decode(Priority.self, forKey: .priority)
         allowMetered = try c.decode(Bool.self, forKey: .allowMetered)
+        allowInsecureAuth = try c.decodeIfPresent(Bool.self, forKey: .allowInsecureAuth) ?? false
         sha256 = try c.decodeIfPresent(String.self, forKey: .sha256)
         owner = Owner(uid: try c.decode(UInt32.self, forKey: .uid), gid: 0)
         bytesReceived = try c.decode(Int64.self, forKey: .bytesReceived)

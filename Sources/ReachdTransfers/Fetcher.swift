@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
@@ -37,9 +38,12 @@ protocol FetchObserver: Sendable {
 }
 
 /// One attempt at a job over HTTP with async-http-client: Range/If-Range resume, the body streamed
-/// to the partial file with backpressure (written in ~1 MiB batches on a file thread), lengths checked.
+/// to the partial file with backpressure (one batch written on a file thread while the next arrives),
+/// lengths checked. Requests with credentials use a client that follows no redirects (the header must not
+/// travel to another server).
 final class Fetcher: Sendable {
     private let client: HTTPClient
+    private let authenticatedClient: HTTPClient
     private let fileThreads: NIOThreadPool
     private let logger: Logger
     /// Bytes gathered before a write: small, because what is received but not yet written is fetched
@@ -51,8 +55,12 @@ final class Fetcher: Sendable {
     /// Write-back is started every this many bytes.
     static let writeBackBytes: Int64 = 16 << 20
 
-    init(logger: Logger) {
+    /// `caFile`: PEM certificates trusted besides the system's.
+    init(caFile: String?, logger: Logger) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
             redirectConfiguration: .follow(max: 5, allowCycles: false),
             timeout: .init(connect: .seconds(10), read: .seconds(30)),
             decompression: .disabled
@@ -66,6 +74,8 @@ final class Fetcher: Sendable {
             }
         }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        configuration.redirectConfiguration = .disallow
+        authenticatedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         fileThreads = NIOThreadPool(numberOfThreads: 2)
         fileThreads.start()
         self.logger = logger
@@ -73,30 +83,45 @@ final class Fetcher: Sendable {
 
     func shutdown() async {
         try? await client.shutdown()
+        try? await authenticatedClient.shutdown()
         try? await fileThreads.shutdownGracefully()
     }
 
     /// The size from a HEAD request, nil when the server does not say (or the request fails).
-    func size(of url: String) async -> Int64? {
+    func size(of url: String, credentials: Credentials?) async -> Int64? {
         var request = HTTPClientRequest(url: url)
         request.method = .HEAD
         request.headers.add(name: "Accept-Encoding", value: "identity")
+        if let credentials { request.headers.add(name: "Authorization", value: credentials.authorization) }
+        let client = credentials == nil ? self.client : authenticatedClient
         guard let response = try? await client.execute(request, timeout: .seconds(30)), response.status == .ok else { return nil }
         return response.headers.first(name: "Content-Length").flatMap { Int64($0) }
     }
 
     /// Fetches the rest of `job` into its partial file `fd` (which holds `offset` bytes of `job.validators`' version).
-    func fetch(_ job: Job, fd: Int32, offset: Int64, observer: some FetchObserver) async -> FetchOutcome {
+    /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
+    func fetch(_ job: Job, fd: Int32, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         let plan = ResumePlan.request(offset: offset, validators: job.validators, installed: job.isRefreshing ? job.current : nil)
         var request = HTTPClientRequest(url: job.url)
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
+        if let credentials {
+            guard job.url.lowercased().hasPrefix("https:") || job.allowInsecureAuth else {
+                return .failed(reason: "failed: the netrc has credentials for this server but the URL is plain http; "
+                    + "use https, or --allow-insecure-auth to send them readable")
+            }
+            request.headers.add(name: "Authorization", value: credentials.authorization)
+        }
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, deadline: .distantFuture)
+            response = try await (credentials == nil ? client : authenticatedClient).execute(request, deadline: .distantFuture)
         } catch let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected {
             return .failed(reason: "failed: more than 5 redirects, or a redirect loop")
+        } catch let error as NIOSSLError {
+            return .failed(reason: "failed: TLS: \(error) (a certificate the system does not trust? [downloads] ca_file adds a CA)")
+        } catch let error as BoringSSLError {
+            return .failed(reason: "failed: TLS: \(error)")
         } catch {
             return Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)
         }

@@ -51,6 +51,9 @@ public final class JobStore: Sendable {
                 t.add(column: "currentLastModified", .text)
             }
         }
+        migrator.registerMigration("v3: credentials over plain http") { db in
+            try db.alter(table: "job") { t in t.add(column: "allowInsecureAuth", .boolean).notNull().defaults(to: false) }
+        }
         return migrator
     }
 
@@ -73,8 +76,8 @@ public final class JobStore: Sendable {
                 sql: """
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
                       bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
-                      refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
@@ -82,6 +85,7 @@ public final class JobStore: Sendable {
                     job.bytesReceived, job.bytesTotal, job.reason, job.validators.etag, job.validators.lastModified,
                     job.attempts, job.retryAt?.microseconds, job.created.microseconds, job.updated.microseconds,
                     job.refreshSeconds, job.lastChecked?.microseconds, job.nextCheck?.microseconds, job.current.etag, job.current.lastModified,
+                    job.allowInsecureAuth,
                 ]
             )
         }
@@ -95,7 +99,7 @@ public final class JobStore: Sendable {
         )
         let spec = DownloadSpec(
             url: row["url"], output: row["output"], allowMetered: row["allowMetered"],
-            priority: Priority(rawValue: row["priority"]) ?? .normal, sha256: row["sha256"]
+            priority: Priority(rawValue: row["priority"]) ?? .normal, sha256: row["sha256"], allowInsecureAuth: row["allowInsecureAuth"]
         )
         var job = Job(id: row["id"], sequence: row["sequence"], spec: spec, owner: owner, created: Timestamp(microseconds: row["created"]))
         job.state = JobState(rawValue: row["state"]) ?? .queued

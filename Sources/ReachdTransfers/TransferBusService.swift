@@ -106,6 +106,7 @@ final class TransferBusService: @unchecked Sendable {
             for (key, value) in options {
                 switch (key, value) {
                 case ("AllowMetered", .bool(let allow)): spec.allowMetered = allow
+                case ("AllowInsecureAuth", .bool(let allow)): spec.allowInsecureAuth = allow
                 case ("Priority", .string(let name)):
                     guard let priority = Priority(rawValue: name) else { return invalid("Priority must be low, normal or high") }
                     spec.priority = priority
@@ -115,7 +116,7 @@ final class TransferBusService: @unchecked Sendable {
                 case ("RefreshEvery", .string(let text)):
                     guard let seconds = RefreshInterval.seconds(text) else { return invalid("RefreshEvery must be a duration like 90s, 15m, 6h or 2d") }
                     spec.refreshSeconds = seconds
-                default: return invalid("unknown option \(key) (known: AllowMetered b, Priority s, Sha256 s, RefreshEvery s)")
+                default: return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s)")
                 }
             }
             return .success(TransferRequest(op: .add, download: spec))

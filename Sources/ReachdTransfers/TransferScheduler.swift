@@ -18,6 +18,8 @@ actor TransferScheduler: FetchObserver {
         var checkpoint = ProgressCheckpoint()
         /// Progress events to watchers at most this often per job.
         var eventIntervalSeconds = 0.25
+        /// One netrc for all jobs; nil: each owner's `~/.netrc`.
+        var netrcPath: String?
     }
 
     /// Why the scheduler stopped a running transfer; applied when its task ends.
@@ -319,9 +321,24 @@ actor TransferScheduler: FetchObserver {
         guard !probing.contains(job.id) else { return }
         probing.insert(job.id)
         Task {
-            let size = await fetcher.size(of: job.url)
+            let size = await fetcher.size(of: job.url, credentials: await credentials(for: job))
             self.sizeProbed(job.id, size: size)
         }
+    }
+
+    /// The job's credentials, read for each request from the configured netrc (as the daemon) or the
+    /// owner's `~/.netrc` (as the owner); nil when there are none. Never stored.
+    private func credentials(for job: Job) async -> Credentials? {
+        guard let host = try? TransferURL(job.url).host else { return nil }
+        let text: String?
+        if let path = settings.netrcPath {
+            text = try? await files.read(path, as: Owner(uid: geteuid(), gid: getegid()))
+        } else if let home = getpwuid(job.owner.uid).map({ String(cString: $0.pointee.pw_dir) }) {
+            text = try? await files.read(home + "/.netrc", as: job.owner)
+        } else {
+            text = nil
+        }
+        return text.flatMap { Netrc($0).credentials(for: host) }
     }
 
     private func sizeProbed(_ id: String, size: Int64?) {
@@ -368,7 +385,7 @@ actor TransferScheduler: FetchObserver {
         }
         var info = stat()
         let offset = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
-        let outcome = await fetcher.fetch(job, fd: fd, offset: offset, observer: self)
+        let outcome = await fetcher.fetch(job, fd: fd, offset: offset, credentials: await credentials(for: job), observer: self)
         close(fd)
         await finish(id, outcome)
     }

@@ -38,7 +38,7 @@ public enum TransferService {
         try makeDirectory(options.stateDirectory)
         let store = try JobStore(directory: options.stateDirectory)
         let files = try UserFiles()
-        let fetcher = Fetcher(logger: logger)
+        let fetcher = Fetcher(caFile: options.configuration.caFile, logger: logger)
         let network = try NetworkView(
             configuration: options.configuration, watcher: options.watcher, networkManager: options.networkManager, logger: logger
         )
@@ -46,6 +46,7 @@ public enum TransferService {
         var settings = TransferScheduler.Settings()
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
+        settings.netrcPath = options.configuration.netrcPath
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, logger: logger)
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
         try network.start()

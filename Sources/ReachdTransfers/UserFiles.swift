@@ -85,6 +85,24 @@ public final class UserFiles: Sendable {
         }) ?? 0
     }
 
+    /// A small text file (at most 1 MiB) read as `owner`.
+    func read(_ path: String, as owner: Owner) async throws -> String {
+        try await run(as: owner) {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw FileError("cannot read \(path)") }
+            defer { close(fd) }
+            var bytes = [UInt8](repeating: 0, count: 1 << 20)
+            var count = 0
+            while count < bytes.count {
+                let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                count += n
+            }
+            return String(decoding: bytes.prefix(count), as: UTF8.self)
+        }
+    }
+
     /// Moves the finished partial file over the output in one step, then makes the rename durable.
     func moveIntoPlace(_ job: Job) async throws {
         try await run(as: job.owner) {

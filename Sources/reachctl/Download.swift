@@ -97,6 +97,7 @@ extension Reachctl.Download {
         @Argument(help: "http:// or https:// URL.") var url: String
         @Option(help: "Where the finished file goes (relative paths are taken from the current directory).") var output: String
         @Flag(help: "Run even when the route to the server is metered.") var allowMetered = false
+        @Flag(help: "Send netrc credentials over plain http too (they are readable on the way).") var allowInsecureAuth = false
         @Option(help: "low, normal or high.") var priority: String = "normal"
         @Option(help: "Expected SHA-256 (hex) of the whole file; a mismatch fails the job.") var sha256: String?
         @Option(help: "Keep the file fresh: check the server this often (e.g. 90s, 15m, 6h, 2d) with a conditional request.")
@@ -121,7 +122,8 @@ extension Reachctl.Download {
                 free(cwd)
             }
             let spec = DownloadSpec(url: url, output: path, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
-                                    sha256: sha256?.lowercased(), refreshSeconds: refreshEvery.flatMap(RefreshInterval.seconds))
+                                    sha256: sha256?.lowercased(), refreshSeconds: refreshEvery.flatMap(RefreshInterval.seconds),
+                                    allowInsecureAuth: allowInsecureAuth)
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
             printLine(json ? job.json : job.id)

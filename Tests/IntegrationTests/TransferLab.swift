@@ -112,6 +112,11 @@ final class TransferLab {
 
     /// Starts nginx (Debian's) serving www on `port`, at `limitRate` bytes/s per connection (0: unlimited).
     func startNginx(port: Int, limitRate: Int = 0) throws {
+        try startNginx(servers: "server { listen \(Self.serverAddress):\(port); root \(www); limit_rate \(limitRate); }", probePort: port)
+    }
+
+    /// Starts nginx with these `server { … }` blocks; waits until `probePort` accepts connections.
+    func startNginx(servers blocks: String, probePort port: Int) throws {
         let conf = lab.directory + "/nginx.conf"
         try """
             daemon off;
@@ -127,7 +132,7 @@ final class TransferLab {
               fastcgi_temp_path \(lab.directory)/nginx-tmp;
               uwsgi_temp_path \(lab.directory)/nginx-tmp;
               scgi_temp_path \(lab.directory)/nginx-tmp;
-              server { listen \(Self.serverAddress):\(port); root \(www); limit_rate \(limitRate); }
+              \(blocks)
             }
             """.write(toFile: conf, atomically: true, encoding: .utf8)
         let process = Process()

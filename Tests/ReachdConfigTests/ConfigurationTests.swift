@@ -43,7 +43,9 @@ final class ConfigurationTests: XCTestCase {
         let defaults = Configuration()
         XCTAssertEqual(defaults.meteredThreshold, 10 * 1024 * 1024)
         XCTAssertEqual(defaults.transferConcurrency, 2)
-        let config = try Configuration(toml: "[downloads]\nmetered_threshold = 0\nconcurrency = 5\n")
+        let config = try Configuration(toml: "[downloads]\nmetered_threshold = 0\nconcurrency = 5\nnetrc = \"/etc/reachd/netrc\"\nca_file = \"/etc/reachd/ca.pem\"\n")
+        XCTAssertEqual(config.netrcPath, "/etc/reachd/netrc")
+        XCTAssertEqual(config.caFile, "/etc/reachd/ca.pem")
         XCTAssertEqual(config.meteredThreshold, 0)
         XCTAssertEqual(config.transferConcurrency, 5)
     }
@@ -67,6 +69,8 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nmetered_threshold = \"10M\"", "downloads: \"metered_threshold\" must be a number of bytes"),
             ("[downloads]\nconcurrency = 0", "downloads: \"concurrency\" must be 1 to 64"),
             ("[downloads]\nparallel = 2", "downloads: unknown key \"parallel\""),
+            ("[downloads]\nnetrc = \"netrc\"", "downloads: \"netrc\" must be an absolute path"),
+            ("[downloads]\nca_file = 3", "downloads: \"ca_file\" must be an absolute path"),
             ("[hosts]\nttl = 5", "unknown key \"ttl\""),
             ("[connectivity]\nurl = \"http://a/\"\nexpect_status = 42", "\"expect_status\" must be"),
             ("[connectivity]\nurl = \"http://a/\"\nretries = 3", "unknown key \"retries\""),

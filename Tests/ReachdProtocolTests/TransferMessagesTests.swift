@@ -190,7 +190,7 @@ final class TransferMessagesTests: XCTestCase {
     }
 
     func testJobJSON() {
-        XCTAssertEqual(job().json, #"{"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
+        XCTAssertEqual(job().json, #"{"allowInsecureAuth":false,"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
             + #""created":"2026-11-22T03:52:02.000000Z","etag":null,"id":"00000000000000a1","lastChecked":null,"lastModified":null,"#
             + #""nextCheck":null,"output":"/home/u/x.iso","priority":"normal","reason":null,"refreshEvery":null,"retryAt":null,"sequence":9,"sha256":null,"#
             + #""state":"queued","uid":1000,"updated":"2026-11-22T03:52:02.000000Z","#

@@ -317,7 +317,7 @@ final class TransferModelTests: XCTestCase {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let fresh = job("0123456789abcdef", 3)
         let text = String(decoding: try encoder.encode(fresh), as: UTF8.self)
-        XCTAssertEqual(text, #"{"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
+        XCTAssertEqual(text, #"{"allowInsecureAuth":false,"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
             + #""created":"2023-11-14T22:13:20.000000Z","etag":null,"id":"0123456789abcdef","lastChecked":null,"lastModified":null,"#
             + #""nextCheck":null,"output":"/srv/x.iso","priority":"normal","reason":null,"refreshEvery":null,"retryAt":null,"sequence":3,"sha256":null,"#
             + #""state":"queued","uid":1000,"updated":"2023-11-14T22:13:20.000000Z","url":"http://mirror.test/x"}"#)
@@ -354,5 +354,34 @@ final class TransferModelTests: XCTestCase {
             ("0s", nil), ("h", nil), ("-5m", nil), ("1.5h", nil), ("366d", nil), ("", nil), ("6 h", nil), ("６h", nil),
         ]
         for (text, seconds) in table { XCTAssertEqual(RefreshInterval.seconds(text), seconds, text) }
+    }
+}
+
+final class NetrcTests: XCTestCase {
+    func testEntriesDefaultsAndQuoting() {
+        let netrc = Netrc("""
+            machine Mirror.TEST login alice password "pa55 word"
+            machine tokens.test
+              login bearer
+              password abc.def
+            machine other.test login bob account x password p\\ q
+            default login anonymous password guest
+            macdef init
+            machine never.test login x password y
+            """)
+        XCTAssertEqual(netrc.credentials(for: "mirror.test"), .basic(login: "alice", password: "pa55 word"))
+        XCTAssertEqual(netrc.credentials(for: "tokens.test"), .bearer(token: "abc.def"))
+        XCTAssertEqual(netrc.credentials(for: "other.test"), .basic(login: "bob", password: "p q"))
+        XCTAssertEqual(netrc.credentials(for: "elsewhere.test"), .basic(login: "anonymous", password: "guest"))
+        XCTAssertEqual(netrc.credentials(for: "never.test"), .basic(login: "anonymous", password: "guest"), "macdef ends the file")
+        XCTAssertNil(Netrc("machine a.test login x").credentials(for: "a.test"), "no password, no credentials")
+        XCTAssertNil(Netrc("").credentials(for: "a.test"))
+    }
+
+    func testAuthorizationHeaders() {
+        XCTAssertEqual(Credentials.basic(login: "Aladdin", password: "open sesame").authorization, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        XCTAssertEqual(Credentials.basic(login: "a", password: "").authorization, "Basic YTo=")
+        XCTAssertEqual(Credentials.basic(login: "ab", password: "c").authorization, "Basic YWI6Yw==")
+        XCTAssertEqual(Credentials.bearer(token: "t").authorization, "Bearer t")
     }
 }

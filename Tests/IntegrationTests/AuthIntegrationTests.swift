@@ -1,0 +1,118 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+import XCTest
+
+/// HTTPS with a test CA (trusted through `[downloads] ca_file`, refused without it) and netrc credentials
+/// (Basic and Bearer) against nginx in the peer namespace; credentials never over plain http unless
+/// allowed, and never in any output.
+final class AuthIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+    private static let password = "pa55 w0rd-\(getpid())"
+    private static let token = "t0ken-\(getpid())-secret"
+    private var tls: String { lab.lab.directory + "/tls" }
+
+    override func setUpWithError() throws {
+        lab = try TransferLab()
+        try lab.lab.hostsFile(["mirror.test": TransferLab.serverAddress, "tokens.test": TransferLab.serverAddress])
+        try makeCertificates()
+        let htpasswd = lab.lab.directory + "/htpasswd"
+        try lab.lab.run("printf 'alice:%s\\n' \"$(openssl passwd -apr1 '\(Self.password)')\" > \(htpasswd)")
+        try lab.startNginx(servers: """
+            server {
+              listen \(TransferLab.serverAddress):8443 ssl;
+              ssl_certificate \(tls)/server.pem; ssl_certificate_key \(tls)/server.key;
+              root \(lab.www);
+              location /basic/ { auth_basic "reachd"; auth_basic_user_file \(htpasswd); }
+              location /bearer/ { if ($http_authorization != "Bearer \(Self.token)") { return 401; } }
+            }
+            server {
+              listen \(TransferLab.serverAddress):8080;
+              root \(lab.www);
+              location /basic/ { auth_basic "reachd"; auth_basic_user_file \(htpasswd); }
+            }
+            """, probePort: 8443)
+        for dir in ["basic", "bearer"] { try FileManager.default.createDirectory(atPath: lab.www + "/" + dir, withIntermediateDirectories: true) }
+        try """
+            machine mirror.test login alice password "\(Self.password)"
+            machine tokens.test login bearer password \(Self.token)
+            """.write(toFile: lab.lab.directory + "/netrc", atomically: true, encoding: .utf8)
+    }
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    /// A test CA and a certificate for mirror.test and tokens.test signed by it.
+    private func makeCertificates() throws {
+        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+        try lab.lab.run("""
+            cd \(tls) && \
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 \
+              -subj '/CN=reachd test CA' -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign && \
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr -subj '/CN=mirror.test' && \
+            printf 'subjectAltName=DNS:mirror.test,DNS:tokens.test\\nextendedKeyUsage=serverAuth\\n' > ext && \
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext
+            """)
+    }
+
+    private func startDaemon(trustingTheCA: Bool = true) throws {
+        var config = "[downloads]\nnetrc = \"\(lab.lab.directory)/netrc\"\n"
+        if trustingTheCA { config += "ca_file = \"\(tls)/ca.pem\"\n" }
+        try lab.startDaemon(config: config)
+    }
+
+    func testHTTPSWithBasicAndBearerCredentialsThatAppearNowhere() throws {
+        try startDaemon()
+        let basicSum = try lab.serve("basic/f.bin", bytes: 300_000)
+        let bearerSum = try lab.serve("bearer/g.bin", bytes: 200_000, seed: 3)
+        let basic = try lab.add("https://mirror.test:8443/basic/f.bin", output: lab.out + "/f.bin")
+        let bearer = try lab.add("https://tokens.test:8443/bearer/g.bin", output: lab.out + "/g.bin")
+        try lab.waitFor(basic, "completed with Basic credentials") { $0.state == .completed }
+        try lab.waitFor(bearer, "completed with a Bearer token") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), basicSum)
+        XCTAssertEqual(try lab.sha256(lab.out + "/g.bin"), bearerSum)
+
+        let outputs = [
+            try lab.download(["list", "--json"]).out, try lab.download(["show", basic, "--json"]).out,
+            try lab.download(["show", bearer]).out, lab.log,
+            String(decoding: try Data(contentsOf: URL(fileURLWithPath: lab.stateDirectory + "/jobs.sqlite")), as: UTF8.self),
+        ]
+        for secret in [Self.password, Self.token, "alice:"] {
+            XCTAssertFalse(outputs.contains { $0.contains(secret) }, "\(secret) leaked")
+        }
+    }
+
+    func testMissingCredentialsFailWithTheStatus() throws {
+        try startDaemon()
+        try lab.serve("bearer/h.bin", bytes: 1000)
+        let id = try lab.add("https://mirror.test:8443/bearer/h.bin", output: lab.out + "/h.bin")
+        let failed = try lab.waitFor(id, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.reason, "failed: server answered 401", "Basic credentials for mirror.test are not the token")
+    }
+
+    func testUntrustedCertificateFailsWithAReason() throws {
+        try startDaemon(trustingTheCA: false)
+        try lab.serve("basic/f.bin", bytes: 1000)
+        let id = try lab.add("https://mirror.test:8443/basic/f.bin", output: lab.out + "/f.bin")
+        let failed = try lab.waitFor(id, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.state, .failed)
+        XCTAssertTrue((failed.reason ?? "").hasPrefix("failed: TLS:"), failed.reason ?? "")
+        XCTAssertEqual(failed.attempts, 0, "a certificate error is not retried")
+    }
+
+    func testCredentialsAreNotSentOverPlainHTTPUnlessAllowed() throws {
+        try startDaemon()
+        let sum = try lab.serve("basic/p.bin", bytes: 5000)
+        let refused = try lab.add("http://mirror.test:8080/basic/p.bin", output: lab.out + "/p.bin")
+        let failed = try lab.waitFor(refused, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.reason, "failed: the netrc has credentials for this server but the URL is plain http; "
+            + "use https, or --allow-insecure-auth to send them readable")
+        XCTAssertFalse(lab.nginxAccessLog.contains("/basic/p.bin"), "no request was made")
+        let allowed = try lab.add("http://mirror.test:8080/basic/p.bin", output: lab.out + "/p2.bin", ["--allow-insecure-auth"])
+        try lab.waitFor(allowed, "completed") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/p2.bin"), sum)
+    }
+}
