@@ -9,6 +9,7 @@ parser.add_argument("--host-ns", required=True)
 parser.add_argument("--size-mib", type=int, default=1024)
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--pauses", type=int, default=5)
+parser.add_argument("--refresh-jobs", type=int, default=1000)
 args = parser.parse_args()
 work, ns = args.work, args.host_ns
 size = args.size_mib << 20
@@ -222,3 +223,46 @@ Client().call({"op": "cancel", "job": job})
 print(f"pause latency over {args.pauses} switches (eth0 down -> job deferred): median {median(events):.1f} ms, max {max(events):.1f} ms; "
       f"last byte written to the partial file after the switch: median {median(last_bytes):.1f} ms, max {max(last_bytes):.1f} ms (target 100 ms)")
 daemon.kill(signal.SIGTERM)
+
+# 4. Refresh checks: N jobs whose files are in place, all checked at once against nginx (304 each).
+if args.refresh_jobs > 0:
+    daemon = Daemon()
+    os.makedirs(f"{work}/www/r", exist_ok=True)
+    os.makedirs(f"{work}/out/r", exist_ok=True)
+    ids = []
+    for n in range(args.refresh_jobs):
+        with open(f"{work}/www/r/{n}.txt", "w") as small:
+            small.write(f"file {n}\n")
+    client = Client()
+    for n in range(args.refresh_jobs):
+        ids.append(client.call({"op": "add", "url": f"http://mirror.test:8080/r/{n}.txt", "output": f"{work}/out/r/{n}.txt",
+                                "refreshEvery": 86400})["job"]["id"])
+    watcher = Client()
+    jobs = {j["id"]: j for j in watcher.call({"op": "watch"})["jobs"]}
+    waiting = {i for i in ids if jobs[i]["state"] != "completed"}
+    while waiting:
+        j = watcher.event(60)
+        jobs[j["id"]] = j
+        if j["state"] == "completed":
+            waiting.discard(j["id"])
+    checked_before = {i: jobs[i]["lastChecked"] for i in ids}
+    open(f"{work}/access.log", "w").close()
+    sh("sh", "-c", f"kill -USR1 $(cat {work}/nginx.pid)")
+    time.sleep(0.2)
+    start = time.monotonic()
+    # Asked from another thread, so that this one keeps reading the watcher's events.
+    asker = threading.Thread(target=lambda: [client.call({"op": "refresh", "job": i}) for i in ids])
+    asker.start()
+    pending = set(ids)
+    while pending:
+        j = watcher.event(120)
+        if j["id"] in pending and j["state"] == "completed" and j["lastChecked"] != checked_before[j["id"]]:
+            pending.discard(j["id"])
+    elapsed = time.monotonic() - start
+    asker.join()
+    time.sleep(0.5)
+    with open(f"{work}/access.log") as log:
+        statuses = [line.split('"')[2].split()[0] for line in log if '"GET /r/' in line]
+    print(f"refresh: {args.refresh_jobs} conditional checks (concurrency 2) in {elapsed:.2f} s = {args.refresh_jobs / elapsed:.0f} checks/s; "
+          f"nginx answered {statuses.count('304')} x 304, {len(statuses) - statuses.count('304')} other")
+    daemon.kill(signal.SIGTERM)

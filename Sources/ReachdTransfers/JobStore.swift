@@ -3,7 +3,7 @@ import ReachdModel
 import ReachdTransferModel
 
 /// The persistent job table: SQLite through GRDB, in the state directory. Survives restarts and kill -9
-/// (SQLite's journal); progress is written at checkpoints, the partial file's size is the truth on restart.
+/// (SQLite's write-ahead log); progress is written at checkpoints, the partial file's size is the truth on restart.
 public final class JobStore: Sendable {
     private let database: DatabaseQueue
 
@@ -12,6 +12,12 @@ public final class JobStore: Sendable {
         var configuration = Configuration()
         configuration.label = "reachd-transfers.jobs"
         configuration.busyMode = .timeout(5)
+        // WAL with synchronous=NORMAL: a commit survives a crash or kill -9 of the daemon (the WAL is in the
+        // page cache), only a power cut can lose the last ones, which costs a transfer re-done, never a
+        // corrupt file (partial files and the final rename carry the data).
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+        }
         database = try DatabaseQueue(path: directory + "/jobs.sqlite", configuration: configuration)
         try Self.migrator.migrate(database)
     }
