@@ -10,6 +10,7 @@ parser.add_argument("--size-mib", type=int, default=1024)
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--pauses", type=int, default=5)
 parser.add_argument("--refresh-jobs", type=int, default=1000)
+parser.add_argument("--upload-rounds", type=int, default=3)
 args = parser.parse_args()
 work, ns = args.work, args.host_ns
 size = args.size_mib << 20
@@ -265,4 +266,37 @@ if args.refresh_jobs > 0:
         statuses = [line.split('"')[2].split()[0] for line in log if '"GET /r/' in line]
     print(f"refresh: {args.refresh_jobs} conditional checks (concurrency 2) in {elapsed:.2f} s = {args.refresh_jobs / elapsed:.0f} checks/s; "
           f"nginx answered {statuses.count('304')} x 304, {len(statuses) - statuses.count('304')} other")
+    daemon.kill(signal.SIGTERM)
+
+# 5. Multipart upload of the file, against curl -F in the same run, with the daemon's RSS.
+if args.upload_rounds > 0:
+    daemon = Daemon()
+    curl_rates, daemon_rates, peaks = [], [], []
+    for _ in range(args.upload_rounds):
+        start = time.monotonic()
+        sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", "/dev/null", "-F", f"file=@{www_file}", "http://mirror.test:8080/upload")
+        curl_rates.append(size / (time.monotonic() - start) / 1e6)
+        peak = [daemon.rss_kib()]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], daemon.rss_kib())
+                time.sleep(0.05)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        start = time.monotonic()
+        job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8080/upload", "method": "POST"})["job"]["id"]
+        finished = wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled"))
+        elapsed = time.monotonic() - start
+        done.set()
+        sampler.join()
+        assert finished["state"] == "completed" and finished["responseStatus"] == 204, finished
+        daemon_rates.append(size / elapsed / 1e6)
+        peaks.append(peak[0] / 1024)
+        print(f"upload round: curl -F {curl_rates[-1]:.0f} MB/s, reachd-transfers POST multipart {daemon_rates[-1]:.0f} MB/s "
+              f"(boundary scan of the file included), RSS peak {peaks[-1]:.1f} MB")
+    print(f"upload median: reachd-transfers {statistics.median(daemon_rates):.0f} MB/s = "
+          f"{statistics.median(daemon_rates) / statistics.median(curl_rates):.2f} x curl -F; RSS peak {max(peaks):.1f} MB")
     daemon.kill(signal.SIGTERM)

@@ -8,7 +8,7 @@ import ReachdTransferModel
 /// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).
 public struct TransferRequest: Hashable, Sendable {
     public enum Operation: String, Hashable, Sendable, CaseIterable {
-        case add, list, show, pause, resume, cancel, refresh, watch, ping
+        case add, upload, list, show, pause, resume, cancel, refresh, watch, ping
     }
 
     public var op: Operation
@@ -17,12 +17,15 @@ public struct TransferRequest: Hashable, Sendable {
     public var job: String?
     /// What to download (`add`).
     public var download: DownloadSpec?
+    /// What to upload (`upload`).
+    public var upload: UploadSpec?
 
-    public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil) {
+    public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil, upload: UploadSpec? = nil) {
         self.op = op
         self.id = id
         self.job = job
         self.download = download
+        self.upload = upload
     }
 
     /// The request as one line: compact JSON and `\n`.
@@ -32,6 +35,7 @@ public struct TransferRequest: Hashable, Sendable {
 extension TransferRequest: Encodable {
     private enum CodingKeys: String, CodingKey {
         case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery, allowInsecureAuth
+        case file, method, fields, fileField
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -47,6 +51,16 @@ extension TransferRequest: Encodable {
             try c.encodeIfPresent(download.sha256, forKey: .sha256)
             try c.encodeIfPresent(download.refreshSeconds, forKey: .refreshEvery)
             if download.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
+        }
+        if let upload {
+            try c.encode(upload.file, forKey: .file)
+            try c.encode(upload.url, forKey: .url)
+            try c.encode(upload.method, forKey: .method)
+            try c.encode(upload.fields, forKey: .fields)
+            try c.encode(upload.fileField, forKey: .fileField)
+            try c.encode(upload.allowMetered, forKey: .allowMetered)
+            try c.encode(upload.priority, forKey: .priority)
+            if upload.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
         }
     }
 }
@@ -122,6 +136,47 @@ public enum TransferRequestParser {
             default: return bad("\"refreshEvery\" must be a number of seconds from 1 to \(RefreshInterval.maximumSeconds)")
             }
             request.download = spec
+        case .upload:
+            guard case .string(let url)? = fields["url"] else { return bad("upload needs \"url\" as a string") }
+            guard case .string(let file)? = fields["file"] else { return bad("upload needs \"file\" as a string (an absolute path)") }
+            var spec = UploadSpec(file: file, url: url)
+            switch fields["method"] {
+            case nil, .null?: break
+            case .string(let name)? where UploadMethod(rawValue: name.uppercased()) != nil: spec.method = UploadMethod(rawValue: name.uppercased())!
+            default: return bad("\"method\" must be PUT or POST")
+            }
+            switch fields["fields"] {
+            case nil, .null?: break
+            case .array(let items)?:
+                for item in items {
+                    guard case .object(let pair) = item, case .string(let name)? = pair["name"], case .string(let value)? = pair["value"], !name.isEmpty else {
+                        return bad("\"fields\" must be an array of {\"name\": …, \"value\": …} with strings")
+                    }
+                    spec.fields.append(FormField(name: name, value: value))
+                }
+            default: return bad("\"fields\" must be an array of {\"name\": …, \"value\": …} with strings")
+            }
+            switch fields["fileField"] {
+            case nil, .null?: break
+            case .string(let name)? where !name.isEmpty: spec.fileField = name
+            default: return bad("\"fileField\" must be a non-empty string")
+            }
+            switch fields["allowMetered"] {
+            case nil, .null?: break
+            case .bool(let metered)?: spec.allowMetered = metered
+            default: return bad("\"allowMetered\" must be true or false")
+            }
+            switch fields["allowInsecureAuth"] {
+            case nil, .null?: break
+            case .bool(let allow)?: spec.allowInsecureAuth = allow
+            default: return bad("\"allowInsecureAuth\" must be true or false")
+            }
+            switch fields["priority"] {
+            case nil, .null?: break
+            case .string(let name)? where Priority(rawValue: name) != nil: spec.priority = Priority(rawValue: name)!
+            default: return bad("\"priority\" must be low, normal or high")
+            }
+            request.upload = spec
         case .list, .watch, .ping: break
         }
         return .success(request)

@@ -31,6 +31,44 @@ public enum Priority: String, Hashable, Sendable, Codable, CaseIterable, Compara
     public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rank < rhs.rank }
 }
 
+/// What a job moves.
+public enum JobKind: String, Hashable, Sendable, Codable {
+    case download, upload
+}
+
+/// How an upload sends its file: PUT (the file is the body) or POST (`multipart/form-data`).
+public enum UploadMethod: String, Hashable, Sendable, Codable {
+    case put = "PUT"
+    case post = "POST"
+}
+
+/// What a client asks for when it adds an upload.
+public struct UploadSpec: Hashable, Sendable {
+    /// Absolute path of the file to send.
+    public var file: String
+    public var url: String
+    public var method: UploadMethod
+    /// POST: the text fields sent before the file.
+    public var fields: [FormField]
+    /// POST: the file part's name.
+    public var fileField: String
+    public var allowMetered: Bool
+    public var priority: Priority
+    public var allowInsecureAuth: Bool
+
+    public init(file: String, url: String, method: UploadMethod = .put, fields: [FormField] = [], fileField: String = "file",
+                allowMetered: Bool = false, priority: Priority = .normal, allowInsecureAuth: Bool = false) {
+        self.file = file
+        self.url = url
+        self.method = method
+        self.fields = fields
+        self.fileField = fileField
+        self.allowMetered = allowMetered
+        self.priority = priority
+        self.allowInsecureAuth = allowInsecureAuth
+    }
+}
+
 /// The local user a job belongs to: files are created with these credentials.
 public struct Owner: Hashable, Sendable, Codable {
     public var uid: UInt32
@@ -97,9 +135,11 @@ public struct Validators: Hashable, Sendable, Codable {
 /// A download job as stored, scheduled and shown to clients.
 public struct Job: Hashable, Sendable {
     public var id: String
+    public var kind: JobKind
     /// Insertion order: FIFO within a priority.
     public var sequence: Int64
     public var url: String
+    /// The local file: where a download goes, what an upload sends.
     public var output: String
     public var state: JobState
     public var priority: Priority
@@ -108,7 +148,7 @@ public struct Job: Hashable, Sendable {
     public var allowInsecureAuth: Bool
     public var sha256: String?
     public var owner: Owner
-    /// Bytes of the file on disk (partial while running).
+    /// Bytes moved: of a download on disk (partial while running), of an upload sent in the current attempt.
     public var bytesReceived: Int64
     /// Size of the whole file, nil while unknown.
     public var bytesTotal: Int64?
@@ -124,6 +164,13 @@ public struct Job: Hashable, Sendable {
     public var lastChecked: Timestamp?
     /// When the next refresh check is due; nil when none is planned.
     public var nextCheck: Timestamp?
+    /// Uploads: how the file is sent, and the form around it (POST).
+    public var method: UploadMethod?
+    public var fields: [FormField]
+    public var fileField: String?
+    /// Uploads: the server's status and the start of its answer (at most 1 KiB).
+    public var responseStatus: Int?
+    public var responseBody: String?
     /// Failed attempts since the last progress (drives the backoff).
     public var attempts: Int
     /// When a deferred retry may run again.
@@ -133,6 +180,12 @@ public struct Job: Hashable, Sendable {
 
     public init(id: String, sequence: Int64, spec: DownloadSpec, owner: Owner, created: Timestamp) {
         self.id = id
+        self.kind = .download
+        self.method = nil
+        self.fields = []
+        self.fileField = nil
+        self.responseStatus = nil
+        self.responseBody = nil
         self.sequence = sequence
         self.url = spec.url
         self.output = spec.output
@@ -154,6 +207,17 @@ public struct Job: Hashable, Sendable {
         self.retryAt = nil
         self.created = created
         self.updated = created
+    }
+
+    /// An upload of `spec.file`.
+    public init(id: String, sequence: Int64, upload spec: UploadSpec, owner: Owner, created: Timestamp) {
+        self.init(id: id, sequence: sequence, spec: DownloadSpec(url: spec.url, output: spec.file, allowMetered: spec.allowMetered,
+                                                                 priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth),
+                  owner: owner, created: created)
+        kind = .upload
+        method = spec.method
+        fields = spec.method == .post ? spec.fields : []
+        fileField = spec.method == .post ? spec.fileField : nil
     }
 
     /// The partial file: next to the output (same file system, so the final rename is atomic), hidden, named by job.
@@ -181,6 +245,7 @@ extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
         case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck, allowInsecureAuth
+        case kind, method, fields, fileField, responseStatus, responseBody
     }
 
     /// The validators shown: those of the file in place once there is one, else of the version being fetched.
@@ -189,6 +254,14 @@ extension Job: Codable {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
+        try c.encode(kind, forKey: .kind)
+        if kind == .upload {
+            try c.encode(method, forKey: .method)
+            try c.encode(fields, forKey: .fields)
+            try c.encode(fileField, forKey: .fileField)
+            try c.encode(responseStatus, forKey: .responseStatus)
+            try c.encode(responseBody, forKey: .responseBody)
+        }
         try c.encode(sequence, forKey: .sequence)
         try c.encode(url, forKey: .url)
         try c.encode(output, forKey: .output)
@@ -215,6 +288,12 @@ extension Job: Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
+        kind = try c.decodeIfPresent(JobKind.self, forKey: .kind) ?? .download
+        method = try c.decodeIfPresent(UploadMethod.self, forKey: .method)
+        fields = try c.decodeIfPresent([FormField].self, forKey: .fields) ?? []
+        fileField = try c.decodeIfPresent(String.self, forKey: .fileField)
+        responseStatus = try c.decodeIfPresent(Int.self, forKey: .responseStatus)
+        responseBody = try c.decodeIfPresent(String.self, forKey: .responseBody)
         sequence = try c.decode(Int64.self, forKey: .sequence)
         url = try c.decode(String.self, forKey: .url)
         output = try c.decode(String.self, forKey: .output)

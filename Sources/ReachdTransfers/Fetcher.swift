@@ -16,6 +16,8 @@ enum FetchOutcome: Sendable {
     case complete(total: Int64)
     /// 304 to a refresh check: the file in place is current; nothing was transferred.
     case notModified
+    /// An upload the server accepted (2xx), with the start of its answer.
+    case uploaded(status: Int, body: String)
     /// Try again later; `retryAfter` in seconds when the server said.
     case retry(reason: String, retryAfter: Double?)
     /// The partial file was dropped: ask again from byte 0.
@@ -106,24 +108,10 @@ final class Fetcher: Sendable {
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
-        if let credentials {
-            guard job.url.lowercased().hasPrefix("https:") || job.allowInsecureAuth else {
-                return .failed(reason: "failed: the netrc has credentials for this server but the URL is plain http; "
-                    + "use https, or --allow-insecure-auth to send them readable")
-            }
-            request.headers.add(name: "Authorization", value: credentials.authorization)
-        }
         let response: HTTPClientResponse
-        do {
-            response = try await (credentials == nil ? client : authenticatedClient).execute(request, deadline: .distantFuture)
-        } catch let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected {
-            return .failed(reason: "failed: more than 5 redirects, or a redirect loop")
-        } catch let error as NIOSSLError {
-            return .failed(reason: "failed: TLS: \(error) (a certificate the system does not trust? [downloads] ca_file adds a CA)")
-        } catch let error as BoringSSLError {
-            return .failed(reason: "failed: TLS: \(error)")
-        } catch {
-            return Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)
+        switch await send(request, for: job, credentials: credentials) {
+        case .failure(let error): return error.outcome
+        case .success(let answer): response = answer
         }
         let head = ResumePlan.Response(
             status: Int(response.status.code),
@@ -156,6 +144,111 @@ final class Fetcher: Sendable {
             }
             await observer.started(jobID: job.id, offset: start, total: total, validators: validators)
             return await receive(response.body, into: fd, at: start, total: total, jobID: job.id, observer: observer)
+        }
+    }
+
+    /// Sends `request` (with the credentials, over https or when the job allows plain http); a failure is
+    /// the job's outcome.
+    private func send(_ request: HTTPClientRequest, for job: Job, credentials: Credentials?) async -> Result<HTTPClientResponse, OutcomeError> {
+        var request = request
+        if let credentials {
+            guard job.url.lowercased().hasPrefix("https:") || job.allowInsecureAuth else {
+                return .failure(OutcomeError(.failed(reason: "failed: the netrc has credentials for this server but the URL is plain http; "
+                    + "use https, or --allow-insecure-auth to send them readable")))
+            }
+            request.headers.add(name: "Authorization", value: credentials.authorization)
+        }
+        do {
+            return .success(try await (credentials == nil ? client : authenticatedClient).execute(request, deadline: .distantFuture))
+        } catch let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected {
+            return .failure(OutcomeError(.failed(reason: "failed: more than 5 redirects, or a redirect loop")))
+        } catch let error as NIOSSLError {
+            return .failure(OutcomeError(.failed(reason: "failed: TLS: \(error) (a certificate the system does not trust? [downloads] ca_file adds a CA)")))
+        } catch let error as BoringSSLError {
+            return .failure(OutcomeError(.failed(reason: "failed: TLS: \(error)")))
+        } catch let error as FileError {
+            return .failure(OutcomeError(.failed(reason: "failed: \(error)")))
+        } catch {
+            return .failure(OutcomeError(Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)))
+        }
+    }
+
+    /// A failed send, as the job's outcome.
+    struct OutcomeError: Error {
+        let outcome: FetchOutcome
+        init(_ outcome: FetchOutcome) { self.outcome = outcome }
+    }
+
+    /// Sends the file `fd` (`size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
+    /// POST (with a boundary found in neither the file nor the fields), streamed; restarts from byte 0 each attempt.
+    func upload(_ job: Job, fd: Int32, size: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+        var request = HTTPClientRequest(url: job.url)
+        request.method = job.method == .post ? .POST : .PUT
+        request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
+        var prefix: [UInt8] = [], suffix: [UInt8] = []
+        if job.method == .post {
+            let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
+            var generator = SystemRandomNumberGenerator()
+            while true {
+                let form = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: job.fields,
+                                         fileField: job.fileField ?? "file", fileName: name)
+                if form.fieldsContainDelimiter { continue }
+                do {
+                    if try await fileContains(fd, form.delimiter) { continue }
+                } catch {
+                    return .failed(reason: "failed: \(error)")
+                }
+                request.headers.add(name: "Content-Type", value: form.mediaType)
+                prefix = form.head
+                suffix = form.tail
+                break
+            }
+        } else {
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        }
+        let id = job.id
+        let body = UploadBody(prefix: prefix, fd: fd, size: size, suffix: suffix, pool: fileThreads) { sent in
+            await observer.progress(jobID: id, bytes: sent)
+        }
+        request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
+        let response: HTTPClientResponse
+        switch await send(request, for: job, credentials: credentials) {
+        case .failure(let error): return error.outcome
+        case .success(let answer): response = answer
+        }
+        var snippet: [UInt8] = []
+        do {
+            for try await chunk in response.body where snippet.count < 1024 {
+                snippet += chunk.readableBytesView.prefix(1024 - snippet.count)
+            }
+        } catch {
+            if Task.isCancelled { return .stopped }
+        }
+        let text = String(decoding: snippet, as: UTF8.self)
+        let status = Int(response.status.code)
+        switch status {
+        case 200..<300: return .uploaded(status: status, body: text)
+        case 408, 425, 429, 500...599:
+            let seconds = response.headers.first(name: "Retry-After").flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
+            return .retry(reason: "server answered \(status)", retryAfter: seconds)
+        default: return .failed(reason: "failed: server answered \(status)" + (text.isEmpty ? "" : ": \(text.prefix(200))"))
+        }
+    }
+
+    /// Whether `pattern` occurs in the file (read in 1 MiB blocks on a file thread).
+    private func fileContains(_ fd: Int32, _ pattern: [UInt8]) async throws -> Bool {
+        try await fileThreads.runIfActive {
+            var scanner = DelimiterScanner(pattern)
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            var offset: off_t = 0
+            while true {
+                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { throw FileError("reading the file to upload") }
+                if n == 0 { return false }
+                if scanner.feed(buffer[0..<n]) { return true }
+                offset += off_t(n)
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import ReachdModel
 import ReachdTransferModel
@@ -60,6 +61,16 @@ public final class JobStore: Sendable {
         migrator.registerMigration("v3: credentials over plain http") { db in
             try db.alter(table: "job") { t in t.add(column: "allowInsecureAuth", .boolean).notNull().defaults(to: false) }
         }
+        migrator.registerMigration("v4: uploads") { db in
+            try db.alter(table: "job") { t in
+                t.add(column: "kind", .text).notNull().defaults(to: "download")
+                t.add(column: "method", .text)
+                t.add(column: "fields", .text).notNull().defaults(to: "[]")
+                t.add(column: "fileField", .text)
+                t.add(column: "responseStatus", .integer)
+                t.add(column: "responseBody", .text)
+            }
+        }
         return migrator
     }
 
@@ -82,8 +93,9 @@ public final class JobStore: Sendable {
                 sql: """
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
                       bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
-                      refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth,
+                      kind, method, fields, fileField, responseStatus, responseBody)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
@@ -92,9 +104,14 @@ public final class JobStore: Sendable {
                     job.attempts, job.retryAt?.microseconds, job.created.microseconds, job.updated.microseconds,
                     job.refreshSeconds, job.lastChecked?.microseconds, job.nextCheck?.microseconds, job.current.etag, job.current.lastModified,
                     job.allowInsecureAuth,
+                    job.kind.rawValue, job.method?.rawValue, Self.encode(job.fields), job.fileField, job.responseStatus, job.responseBody,
                 ]
             )
         }
+    }
+
+    private static func encode(_ fields: [FormField]) -> String {
+        String(decoding: (try? JSONEncoder().encode(fields)) ?? Data("[]".utf8), as: UTF8.self)
     }
 
     private static func job(_ row: Row) throws -> Job {
@@ -120,6 +137,12 @@ public final class JobStore: Sendable {
         job.lastChecked = (row["lastChecked"] as Int64?).map(Timestamp.init(microseconds:))
         job.nextCheck = (row["nextCheck"] as Int64?).map(Timestamp.init(microseconds:))
         job.current = Validators(etag: row["currentEtag"], lastModified: row["currentLastModified"])
+        job.kind = JobKind(rawValue: row["kind"]) ?? .download
+        job.method = (row["method"] as String?).flatMap(UploadMethod.init(rawValue:))
+        job.fields = (try? JSONDecoder().decode([FormField].self, from: Data((row["fields"] as String).utf8))) ?? []
+        job.fileField = row["fileField"]
+        job.responseStatus = row["responseStatus"]
+        job.responseBody = row["responseBody"]
         return job
     }
 }

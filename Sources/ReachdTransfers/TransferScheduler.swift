@@ -122,6 +122,9 @@ actor TransferScheduler: FetchObserver {
         case .add:
             guard let spec = request.download else { throw ProtocolError(.badRequest, "add needs a download", id: request.id) }
             return .job(id: request.id, job: try await add(spec, owner: owner))
+        case .upload:
+            guard let spec = request.upload else { throw ProtocolError(.badRequest, "upload needs a file", id: request.id) }
+            return .job(id: request.id, job: try await addUpload(spec, owner: owner))
         case .list: return .jobs(id: request.id, jobs: list(owner: owner))
         case .show: return .job(id: request.id, job: try show(try job(), owner: owner))
         case .pause: return .job(id: request.id, job: try await pause(try job(), owner: owner))
@@ -173,6 +176,44 @@ actor TransferScheduler: FetchObserver {
         return jobs[job.id] ?? job
     }
 
+    /// Queues an upload of a file the owner can read.
+    func addUpload(_ spec: UploadSpec, owner: Owner) async throws(ProtocolError) -> Job {
+        do {
+            _ = try TransferURL(spec.url)
+        } catch {
+            throw ProtocolError(.invalidURL, error.description)
+        }
+        guard spec.file.hasPrefix("/"), !spec.file.hasSuffix("/"), !spec.file.utf8.contains(0) else {
+            throw ProtocolError(.invalidOutput, "invalid file \"\(spec.file.prefix(200))\": must be an absolute path to a file")
+        }
+        guard files.canServe(owner) else {
+            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
+        }
+        let size: Int64
+        do {
+            size = try await files.readableSize(of: spec.file, as: owner)
+        } catch let error as FileError {
+            throw ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)")
+        } catch {
+            throw ProtocolError(.internalError, "\(error)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        var job = Job(id: Job.newID(using: &generator), sequence: nextSequence, upload: spec, owner: owner, created: .now())
+        job.bytesTotal = size
+        nextSequence += 1
+        do {
+            try store.save(job)
+        } catch {
+            throw ProtocolError(.internalError, "the job store could not be written: \(error)")
+        }
+        jobs[job.id] = job
+        logger.info("upload \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.output)", "uid": "\(owner.uid)"])
+        notify(job)
+        watchHost(of: job)
+        reschedule()
+        return jobs[job.id] ?? job
+    }
+
     func list(owner: Owner) -> [Job] {
         jobs.values.filter { owner.mayControl($0) }.sorted { $0.sequence < $1.sequence }
     }
@@ -217,6 +258,7 @@ actor TransferScheduler: FetchObserver {
     /// Checks a completed job's file against the server now (a refresh job's next check, or a one-off check).
     func refresh(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
         var job = try show(id, owner: owner)
+        guard job.kind == .download else { throw ProtocolError(.conflict, "job \(id) is an upload; only downloads are refreshed") }
         if job.isRefreshing { return job }
         guard job.state == .completed else {
             throw ProtocolError(.conflict, "job \(id) is \(job.state.rawValue); only a completed download can be refreshed")
@@ -240,7 +282,7 @@ actor TransferScheduler: FetchObserver {
             stopIntents[id] = .cancel
             task.cancel()
             await task.value
-        } else {
+        } else if job.kind == .download {
             await files.removePartial(of: job)
         }
         return jobs[id] ?? job
@@ -377,6 +419,7 @@ actor TransferScheduler: FetchObserver {
 
     private func attempt(_ id: String) async {
         guard let job = jobs[id] else { return }
+        if job.kind == .upload { return await sendUpload(job) }
         let fd: Int32
         do {
             fd = try await files.openPartial(for: job)
@@ -390,15 +433,40 @@ actor TransferScheduler: FetchObserver {
         await finish(id, outcome)
     }
 
+    /// One attempt at an upload: the file opened as its owner, sent whole.
+    private func sendUpload(_ job: Job) async {
+        let source: (fd: Int32, size: Int64)
+        do {
+            source = try await files.openForReading(job.output, as: job.owner)
+        } catch {
+            return await finish(job.id, .failed(reason: "failed: \(error)"))
+        }
+        var current = job
+        current.bytesTotal = source.size
+        update(current)
+        let outcome = await fetcher.upload(current, fd: source.fd, size: source.size, credentials: await credentials(for: job), observer: self)
+        close(source.fd)
+        await finish(job.id, outcome)
+    }
+
     private func finish(_ id: String, _ outcome: FetchOutcome) async {
         let intent = stopIntents.removeValue(forKey: id)
         guard var job = jobs[id] else { running[id] = nil; return }
         if case .cancel = intent {
-            await files.removePartial(of: job)
+            if job.kind == .download { await files.removePartial(of: job) }
             running[id] = nil
             return reschedule()
         }
-        if case .complete(let total) = outcome {
+        if case .uploaded(let status, let body) = outcome {
+            job.responseStatus = status
+            job.responseBody = body
+            job.bytesReceived = job.bytesTotal ?? job.bytesReceived
+            job.state = .completed
+            job.reason = nil
+            job.attempts = 0
+            job.retryAt = nil
+            logger.info("upload \(job.id) completed", metadata: ["status": "\(status)", "bytes": "\(job.bytesReceived)"])
+        } else if case .complete(let total) = outcome {
             await complete(&job, total: total)
         } else if case .notModified = outcome {
             await files.removePartial(of: job)
@@ -408,7 +476,7 @@ actor TransferScheduler: FetchObserver {
             markChecked(&job)
             logger.info("job \(job.id): not modified since \(job.current.lastModified ?? job.current.etag ?? "the last check")")
         } else if let intent {
-            job.bytesReceived = await files.partialSize(of: job)
+            job.bytesReceived = job.kind == .download ? await files.partialSize(of: job) : 0
             switch intent {
             case .pause: job.state = .paused
             case .deferral(let reason):
@@ -472,10 +540,11 @@ actor TransferScheduler: FetchObserver {
     }
 
     private func apply(_ outcome: FetchOutcome, to job: inout Job) async {
-        job.bytesReceived = await files.partialSize(of: job)
+        // An upload starts again from its first byte.
+        job.bytesReceived = job.kind == .download ? await files.partialSize(of: job) : 0
         if progressedThisAttempt.contains(job.id) { job.attempts = 0 }
         switch outcome {
-        case .complete, .notModified, .stopped:
+        case .complete, .notModified, .uploaded, .stopped:
             job.state = .queued
         case .notAllowed(let total):
             job.bytesTotal = total
@@ -506,7 +575,7 @@ actor TransferScheduler: FetchObserver {
         case .failed(let reason):
             job.state = .failed
             job.reason = reason
-            await files.removePartial(of: job)
+            if job.kind == .download { await files.removePartial(of: job) }
         }
     }
 

@@ -176,7 +176,7 @@ actor TransferSession {
 
     private func answer(_ request: TransferRequest) async throws(ProtocolError) -> TransferReply {
         switch request.op {
-        case .ping, .add, .list, .show, .pause, .resume, .cancel, .refresh:
+        case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh:
             return try await scheduler.answer(request, owner: owner)
         case .watch:
             if let watcher { await scheduler.removeWatcher(watcher) }

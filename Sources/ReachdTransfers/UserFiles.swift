@@ -85,6 +85,27 @@ public final class UserFiles: Sendable {
         }) ?? 0
     }
 
+    /// Opens a regular file for reading as `owner`; the caller closes the descriptor.
+    func openForReading(_ path: String, as owner: Owner) async throws -> (fd: Int32, size: Int64) {
+        try await run(as: owner) {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw FileError("cannot read \(path) as uid \(owner.uid)") }
+            var info = stat()
+            guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                close(fd)
+                throw FileError("\(path) is not a regular file", errno: EINVAL)
+            }
+            return (fd, Int64(info.st_size))
+        }
+    }
+
+    /// The size of a regular file `owner` may read (checked by opening it).
+    func readableSize(of path: String, as owner: Owner) async throws -> Int64 {
+        let source = try await openForReading(path, as: owner)
+        close(source.fd)
+        return source.size
+    }
+
     /// A small text file (at most 1 MiB) read as `owner`.
     func read(_ path: String, as owner: Owner) async throws -> String {
         try await run(as: owner) {

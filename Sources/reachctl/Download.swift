@@ -70,8 +70,14 @@ func formatted(_ value: Double, digits: Int) -> String {
     return "\(whole)." + String(repeating: "0", count: max(0, digits - text.count)) + text
 }
 
-/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)`
+/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL  [status]`
 func humanLine(_ job: Job) -> String {
+    if job.kind == .upload {
+        let total = job.bytesTotal.map(byteCount) ?? "?"
+        let status = job.responseStatus.map { "  [\($0)]" } ?? ""
+        let reason = job.reason.map { "  (\($0))" } ?? ""
+        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)  \(job.output) -> \(job.url)\(status)\(reason)"
+    }
     let total = job.bytesTotal.map(byteCount) ?? "?"
     let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesReceived) * 100 / Double($0)))%" : nil } ?? ""
     let reason = job.reason.map { "  (\($0))" } ?? ""
@@ -282,5 +288,57 @@ struct ProgressDisplay {
             if rate > 0 { text += " \(byteCount(Int64(rate)))/s" }
         }
         return text
+    }
+}
+
+extension Reachctl {
+    struct Upload: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Queue uploads that wait for an unmetered route (served by reachd-transfers).",
+            discussion: "list, show, pause, resume, cancel and wait are the download commands': they act on every job.",
+            subcommands: [UploadAdd.self, Download.List.self, Download.Show.self, Download.Pause.self, Download.Resume.self,
+                          Download.Cancel.self, Download.WaitJob.self]
+        )
+    }
+
+    struct UploadAdd: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Queue an upload; prints the job id.")
+
+        @OptionGroup var transfers: TransferOptions
+        @Argument(help: "The file to send (relative paths are taken from the current directory).") var file: String
+        @Option(help: "http:// or https:// URL.") var to: String
+        @Option(help: "PUT (the file is the body) or POST (multipart/form-data).") var method: String = "PUT"
+        @Option(name: .customLong("field"), help: "POST: a form field NAME=VALUE sent before the file (repeatable).") var fields: [String] = []
+        @Option(help: "POST: the name of the file's part.") var fileField: String = "file"
+        @Flag(help: "Run even when the route to the server is metered.") var allowMetered = false
+        @Flag(help: "Send netrc credentials over plain http too (they are readable on the way).") var allowInsecureAuth = false
+        @Option(help: "low, normal or high.") var priority: String = "normal"
+        @Flag(help: "Print the job as JSON.") var json = false
+
+        func validate() throws {
+            guard UploadMethod(rawValue: method.uppercased()) != nil else { throw ValidationError("--method must be PUT or POST") }
+            guard Priority(rawValue: priority) != nil else { throw ValidationError("--priority must be low, normal or high") }
+            if let bad = fields.first(where: { !$0.contains("=") || $0.hasPrefix("=") }) { throw ValidationError("--field must be NAME=VALUE: \(bad)") }
+            if !fields.isEmpty && method.uppercased() != "POST" { throw ValidationError("--field needs --method POST") }
+        }
+
+        func run() throws {
+            var path = file
+            if !path.hasPrefix("/") {
+                guard let cwd = getcwd(nil, 0) else { fail("cannot read the current directory") }
+                path = String(cString: cwd) + "/" + path
+                free(cwd)
+            }
+            let form = fields.map { field in
+                let equals = field.firstIndex(of: "=")!
+                return FormField(name: String(field[..<equals]), value: String(field[field.index(after: equals)...]))
+            }
+            let spec = UploadSpec(file: path, url: to, method: UploadMethod(rawValue: method.uppercased()) ?? .put, fields: form,
+                                  fileField: fileField, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
+                                  allowInsecureAuth: allowInsecureAuth)
+            let client = transfers.connect()
+            let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
+            printLine(json ? job.json : job.id)
+        }
     }
 }

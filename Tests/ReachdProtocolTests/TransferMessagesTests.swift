@@ -34,7 +34,7 @@ final class TransferMessagesTests: XCTestCase {
     // MARK: Parser
 
     func testParserRefusals() {
-        let known = "add, list, show, pause, resume, cancel, refresh, watch, ping"
+        let known = "add, upload, list, show, pause, resume, cancel, refresh, watch, ping"
         let add = #""op":"add","url":"http://h/x","output":"/x""#
         let table: [(String, ProtocolError.Code, String, RequestID?, Int)] = [
             ("not json", .badJSON, "the line is not valid JSON", nil, #line),
@@ -54,6 +54,10 @@ final class TransferMessagesTests: XCTestCase {
             (#"{"op":"show","id":5}"#, .badRequest, #"show needs "job""#, .number(5), #line),
             (#"{"op":"pause","job":null}"#, .badRequest, #"pause needs "job""#, nil, #line),
             (#"{"op":"refresh"}"#, .badRequest, #"refresh needs "job""#, nil, #line),
+            (#"{"op":"upload","url":"http://h/"}"#, .badRequest, #"upload needs "file" as a string (an absolute path)"#, nil, #line),
+            (#"{"op":"upload","file":"/f","url":"http://h/","method":"PATCH"}"#, .badRequest, #""method" must be PUT or POST"#, nil, #line),
+            (#"{"op":"upload","file":"/f","url":"http://h/","fields":[{"name":"a"}]}"#, .badRequest,
+             #""fields" must be an array of {"name": …, "value": …} with strings"#, nil, #line),
             (#"{"op":"add","url":"http://h/","output":"/x","refreshEvery":0}"#, .badRequest,
              #""refreshEvery" must be a number of seconds from 1 to 31536000"#, nil, #line),
             (#"{"op":"add","url":"http://h/","output":"/x","refreshEvery":"6h"}"#, .badRequest,
@@ -123,7 +127,10 @@ final class TransferMessagesTests: XCTestCase {
             TransferRequest(op: .add, download: DownloadSpec(url: "http://h/a b", output: "/x")),
             TransferRequest(op: .add, id: .number(2), download: DownloadSpec(
                 url: "https://mirror.test/x?y=1", output: "/home/u/é.iso", allowMetered: true, priority: .high, sha256: sha)),
-        ] + TransferRequest.Operation.allCases.filter { $0 != .add }.map { TransferRequest(op: $0, job: "f00") }
+            TransferRequest(op: .upload, id: .number(3), upload: UploadSpec(
+                file: "/srv/ü.bin", url: "https://up.test/x", method: .post, fields: [FormField(name: "a", value: "\"b\"\r\n")],
+                fileField: "payload", allowMetered: true, priority: .low, allowInsecureAuth: true)),
+        ] + TransferRequest.Operation.allCases.filter { $0 != .add && $0 != .upload }.map { TransferRequest(op: $0, job: "f00") }
         for request in requests {
             let line = request.encodedLine()
             XCTAssertEqual(line.last, UInt8(ascii: "\n"))
@@ -191,7 +198,7 @@ final class TransferMessagesTests: XCTestCase {
 
     func testJobJSON() {
         XCTAssertEqual(job().json, #"{"allowInsecureAuth":false,"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
-            + #""created":"2026-11-22T03:52:02.000000Z","etag":null,"id":"00000000000000a1","lastChecked":null,"lastModified":null,"#
+            + #""created":"2026-11-22T03:52:02.000000Z","etag":null,"id":"00000000000000a1","kind":"download","lastChecked":null,"lastModified":null,"#
             + #""nextCheck":null,"output":"/home/u/x.iso","priority":"normal","reason":null,"refreshEvery":null,"retryAt":null,"sequence":9,"sha256":null,"#
             + #""state":"queued","uid":1000,"updated":"2026-11-22T03:52:02.000000Z","#
             + #""url":"https://mirror.test/pub/x.iso?a=1&b=2"}"#)

@@ -1,0 +1,60 @@
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An upload's request body, pulled by async-http-client as it can send: the text before the file, the
+/// file read in 256 KiB pieces on a file thread (never held whole), the text after it.
+struct UploadBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+
+    let prefix: [UInt8]
+    let fd: Int32
+    let size: Int64
+    let suffix: [UInt8]
+    let pool: NIOThreadPool
+    /// Told the file bytes handed over so far.
+    let progress: @Sendable (Int64) async -> Void
+
+    static let pieceBytes = 256 << 10
+
+    func makeAsyncIterator() -> Iterator { Iterator(body: self) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let body: UploadBody
+        private var sentPrefix = false
+        private var offset: Int64 = 0
+        private var sentSuffix = false
+
+        init(body: UploadBody) { self.body = body }
+
+        mutating func next() async throws -> ByteBuffer? {
+            if !sentPrefix {
+                sentPrefix = true
+                if !body.prefix.isEmpty { return ByteBuffer(bytes: body.prefix) }
+            }
+            if offset < body.size {
+                let count = Int(Swift.min(Int64(UploadBody.pieceBytes), body.size - offset))
+                let fd = body.fd, at = offset
+                let piece = try await body.pool.runIfActive { () throws -> ByteBuffer in
+                    var buffer = ByteBuffer()
+                    try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                        let n = pread(fd, raw.baseAddress, count, off_t(at))
+                        guard n > 0 else { throw FileError(n == 0 ? "the file to upload got shorter" : "reading the file to upload") }
+                        return n
+                    }
+                    return buffer
+                }
+                offset += Int64(piece.readableBytes)
+                await body.progress(offset)
+                return piece
+            }
+            if !sentSuffix {
+                sentSuffix = true
+                if !body.suffix.isEmpty { return ByteBuffer(bytes: body.suffix) }
+            }
+            return nil
+        }
+    }
+}

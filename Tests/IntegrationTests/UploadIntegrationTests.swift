@@ -1,0 +1,150 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+import XCTest
+
+/// Uploads through reachd-transfers to a Python upload server in the peer namespace (Tests/Support/upload_server.py,
+/// which parses multipart bodies with the standard library): PUT, multipart POST with awkward data, metered
+/// deferral, a stop on a metered switch and a restart, a retried 503, an unreadable file.
+final class UploadIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+    private var server: Process?
+    private var port = 0
+    private var received: String { lab.lab.directory + "/received" }
+    private var serverLog: String { lab.lab.directory + "/uploads.log" }
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Support/upload_server.py").standardized.path
+
+    override func tearDown() {
+        if let server, server.isRunning { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        lab?.tearDown()
+        lab = nil
+    }
+
+    private func start(eth0: Bool = true) throws {
+        lab = try TransferLab(eth0: eth0)
+        try FileManager.default.createDirectory(atPath: received, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", lab.lab.peer, "python3", Self.script, "--address", TransferLab.serverAddress,
+                             "--dir", received, "--log", serverLog]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        server = process
+        let line = try LineReader(pipe.fileHandleForReading).next(timeout: 10)
+        port = try XCTUnwrap(Int(line.dropFirst("listening ".count)), line)
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n")
+    }
+
+    private func url(_ path: String) -> String { "http://mirror.test:\(port)/\(path)" }
+
+    private func upload(_ file: String, to url: String, _ extra: [String] = [], user: String? = nil) throws -> String {
+        let process = Process()
+        let arguments = [NetLab.binary("reachctl"), "upload", "add", file, "--to", url] + extra + ["--transfers-socket", lab.socketPath]
+        process.executableURL = URL(fileURLWithPath: user == nil ? arguments[0] : "/usr/sbin/runuser")
+        process.arguments = user == nil ? Array(arguments.dropFirst()) : ["-u", user!, "--"] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw LabError("upload add failed (\(process.terminationStatus)): \(stderr)") }
+        return stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private func requests() -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// A file of `bytes` pseudo-random bytes in the lab's output directory; returns its path and SHA-256.
+    private func file(_ name: String, bytes: Int, seed: UInt64 = 1) throws -> (path: String, sum: String) {
+        _ = try lab.serve(name, bytes: bytes, seed: seed)
+        let path = lab.out + "/" + name
+        try FileManager.default.moveItem(atPath: lab.www + "/" + name, toPath: path)
+        return (path, try lab.sha256(path))
+    }
+
+    func testPutStreamsTheFileAndRecordsTheAnswer() throws {
+        try start()
+        let source = try file("put.bin", bytes: 900_000)
+        let id = try upload(source.path, to: url("put.bin"))
+        let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(done.kind, .upload)
+        XCTAssertEqual(done.responseStatus, 201)
+        XCTAssertTrue((done.responseBody ?? "").contains(source.sum), done.responseBody ?? "")
+        XCTAssertEqual(done.bytesReceived, 900_000)
+        XCTAssertEqual(try lab.sha256(received + "/put.bin"), source.sum)
+        XCTAssertEqual(requests().last?["contentType"] as? String, "application/octet-stream")
+    }
+
+    func testMultipartBodyIsParsedBackExactly() throws {
+        try start()
+        // Binary data full of CRLFs, dashes and text that looks like a boundary.
+        var data = Data()
+        for n in 0..<20_000 { data.append(contentsOf: Array("\r\n--reachd-\(n)\r\n--\r\n\u{0}\u{ff}".utf8)) }
+        let path = lab.out + "/form data \"1\".bin"
+        try data.write(to: URL(fileURLWithPath: path))
+        let sum = try lab.sha256("'\(path)'")
+        let id = try upload(path, to: url("form"), ["--method", "POST", "--field", "title=Ünïcode \"quoted\" =value",
+                                                    "--field", "empty=", "--file-field", "payload"])
+        let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(done.responseStatus, 200)
+        let summary = try XCTUnwrap(requests().last)
+        XCTAssertEqual(summary["multipart"] as? Bool, true)
+        XCTAssertEqual(summary["fields"] as? [String: String], ["title": "Ünïcode \"quoted\" =value", "empty": ""])
+        let part = try XCTUnwrap((summary["files"] as? [String: Any])?["payload"] as? [String: Any])
+        XCTAssertEqual(part["sha256"] as? String, sum)
+        XCTAssertEqual(part["size"] as? Int, data.count)
+        XCTAssertEqual(part["contentType"] as? String, "application/octet-stream")
+        XCTAssertEqual(part["filename"] as? String, "form data %221%22.bin", "quotes in a file name are percent-encoded")
+        XCTAssertTrue((summary["contentType"] as? String ?? "").hasPrefix("multipart/form-data; boundary=reachd-"))
+    }
+
+    func testLargeUploadWaitsForUnmeteredAndRestartsAfterAMeteredSwitch() throws {
+        try start(eth0: false)
+        let source = try file("big.bin", bytes: 8_000_000)
+        let id = try upload(source.path, to: url("big.bin?rate=2000000"))
+        let deferred = try lab.waitFor(id, "deferred") { $0.state == .deferred && ($0.reason ?? "").contains("metered (wwan0)") }
+        XCTAssertTrue(deferred.reason!.contains("8000000 bytes exceed the metered threshold"), deferred.reason!)
+        XCTAssertTrue(requests().isEmpty)
+        try lab.addEth0()
+        try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesReceived > 0 }
+        usleep(1_000_000)
+        try lab.eth0Down()
+        let stopped = try lab.waitFor(id, "stopped by the metered switch", timeout: 5) { $0.state == .deferred }
+        XCTAssertEqual(stopped.bytesReceived, 0, "an upload starts over")
+        XCTAssertTrue(stopped.reason!.contains("metered (wwan0)"), stopped.reason!)
+        try lab.eth0Up()
+        let done = try lab.waitFor(id, "completed", timeout: 40) { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(try lab.sha256(received + "/big.bin"), source.sum)
+        usleep(300_000)
+        let complete = requests().filter { $0["completed"] as? Bool == true }
+        XCTAssertEqual(complete.count, 1)
+        XCTAssertEqual(complete.first?["received"] as? Int, 8_000_000)
+    }
+
+    func testServerErrorIsRetriedAndAnUnreadableFileIsRefused() throws {
+        try start()
+        let source = try file("r.bin", bytes: 10_000)
+        let id = try upload(source.path, to: url("r.bin?status=503&times=1"))
+        let done = try lab.waitFor(id, "completed after a retry") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(requests().map { $0["status"] as? Int }, [503, 201])
+
+        let secret = lab.out + "/secret"
+        try "root only".write(toFile: secret, atomically: true, encoding: .utf8)
+        chmod(secret, 0o600)
+        XCTAssertThrowsError(try upload(secret, to: url("s"), user: "nobody")) { error in
+            XCTAssertTrue("\(error)".contains("(permission_denied)") && "\(error)".contains("as uid 65534: Permission denied"), "\(error)")
+        }
+    }
+}
