@@ -66,7 +66,7 @@ class Daemon:
             config.write("[downloads]\nmetered_threshold = 10485760\n")
         self.log = open(f"{work}/transfers.log", "a")
         self.process = subprocess.Popen(
-            ["ip", "netns", "exec", ns, f"{args.bin}/reachd-transfers", "--socket", sock_path, "--state-dir", f"{work}/state",
+            ["ip", "netns", "exec", ns, f"{args.bin}/reachd-transfers", "--socket", sock_path, "--state-dir", f"{work}/state", "--cache-dir", f"{work}/cache",
              "--config", f"{work}/transfers.toml", "--log-level", "warning", "--bus", "none", "--networkmanager", "none"], stderr=self.log, stdout=subprocess.DEVNULL)
         for _ in range(500):
             try:

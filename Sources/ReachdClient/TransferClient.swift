@@ -35,7 +35,8 @@ public final class TransferClient {
             switch reply {
             case .event(let job): heldEvents.append(job)
             case .error(let error) where error.id == request.id || error.id == nil: throw .refused(error)
-            case .job(let id, _) where id == request.id, .jobs(let id, _) where id == request.id, .pong(let id) where id == request.id:
+            case .job(let id, _) where id == request.id, .jobs(let id, _) where id == request.id, .pong(let id) where id == request.id,
+                 .fetched(let id, _) where id == request.id:
                 return reply
             default: continue
             }

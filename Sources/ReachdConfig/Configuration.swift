@@ -23,6 +23,8 @@ public struct Configuration: Hashable, Sendable {
     public var netrcPath: String?
     /// `[downloads] ca_file`: PEM certificates trusted for https besides the system's.
     public var caFile: String?
+    /// `[cache] capacity_bytes`: the offline cache's size; least recently used entries go beyond it.
+    public var cacheCapacity: Int64 = 256 * 1024 * 1024
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -39,7 +41,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
@@ -104,6 +106,16 @@ extension Configuration {
                     throw ConfigurationError("downloads: \"concurrency\" must be 1 to 64")
                 }
                 transferConcurrency = Int(count)
+            }
+        }
+        if let value = table["cache"] {
+            guard let section = value.table else { throw ConfigurationError("\"cache\" must be a table: write [cache]") }
+            for key in section.keys where key != "capacity_bytes" {
+                throw ConfigurationError("cache: unknown key \"\(key)\" (known: capacity_bytes)")
+            }
+            if let capacity = section["capacity_bytes"] {
+                guard let bytes = capacity.integer, bytes >= 0 else { throw ConfigurationError("cache: \"capacity_bytes\" must be a number of bytes") }
+                cacheCapacity = bytes
             }
         }
         if let value = table["connectivity"] {

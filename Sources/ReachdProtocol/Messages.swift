@@ -97,6 +97,8 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case conflict = "conflict"
         /// The daemon could not do it (store unwritable, disk full); the message says what failed.
         case internalError = "internal"
+        /// `fetch`: neither the network nor the cache can give the body; the message says why.
+        case unavailable = "unavailable"
     }
 
     public var code: Code

@@ -39,6 +39,14 @@ public enum TransferSocketPath {
         return defaultPath(uid: uid, environment: environment)
     }
 
+    /// The offline cache: /var/cache/reachd for root, else `$XDG_CACHE_HOME/reachd` (default ~/.cache/reachd).
+    public static func cacheDirectory(uid: UInt32, environment: [String: String]) -> String? {
+        if uid == 0 { return "/var/cache/reachd" }
+        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") { return cache + "/reachd" }
+        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
+        return home + "/.cache/reachd"
+    }
+
     /// The state directory: /var/lib/reachd for root, else `$XDG_STATE_HOME/reachd` (default ~/.local/state/reachd).
     public static func stateDirectory(uid: UInt32, environment: [String: String]) -> String? {
         if uid == 0 { return "/var/lib/reachd" }

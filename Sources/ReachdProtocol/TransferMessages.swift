@@ -8,7 +8,7 @@ import ReachdTransferModel
 /// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).
 public struct TransferRequest: Hashable, Sendable {
     public enum Operation: String, Hashable, Sendable, CaseIterable {
-        case add, upload, list, show, pause, resume, cancel, refresh, watch, ping
+        case add, upload, fetch, list, show, pause, resume, cancel, refresh, watch, ping
     }
 
     public var op: Operation
@@ -19,8 +19,12 @@ public struct TransferRequest: Hashable, Sendable {
     public var download: DownloadSpec?
     /// What to upload (`upload`).
     public var upload: UploadSpec?
+    /// The URL to `fetch` through the cache.
+    public var fetch: String?
 
-    public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil, upload: UploadSpec? = nil) {
+    public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil, upload: UploadSpec? = nil,
+                fetch: String? = nil) {
+        self.fetch = fetch
         self.op = op
         self.id = id
         self.job = job
@@ -62,6 +66,7 @@ extension TransferRequest: Encodable {
             try c.encode(upload.priority, forKey: .priority)
             if upload.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
         }
+        try c.encodeIfPresent(fetch, forKey: .url)
     }
 }
 
@@ -177,6 +182,9 @@ public enum TransferRequestParser {
             default: return bad("\"priority\" must be low, normal or high")
             }
             request.upload = spec
+        case .fetch:
+            guard case .string(let url)? = fields["url"] else { return bad("fetch needs \"url\" as a string") }
+            request.fetch = url
         case .list, .watch, .ping: break
         }
         return .success(request)
@@ -196,6 +204,8 @@ public enum TransferReply: Sendable, Hashable {
     case jobs(id: RequestID?, jobs: [Job])
     /// A job changed (state, progress at most a few times a second), to watchers.
     case event(job: Job)
+    /// Answer to fetch: where the body is, where it came from.
+    case fetched(id: RequestID?, result: FetchResult)
     case pong(id: RequestID?)
     case error(ProtocolError)
 
@@ -204,6 +214,7 @@ public enum TransferReply: Sendable, Hashable {
         case .job: "job"
         case .jobs: "jobs"
         case .event: "event"
+        case .fetched: "fetched"
         case .pong: "pong"
         case .error: "error"
         }
@@ -220,7 +231,7 @@ public enum TransferReply: Sendable, Hashable {
 
 extension TransferReply: Codable {
     private enum CodingKeys: String, ReplyEnvelopeKey {
-        case version, type, id, job, jobs, error
+        case version, type, id, job, jobs, error, result
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -236,6 +247,9 @@ extension TransferReply: Codable {
             try c.encode(jobs, forKey: .jobs)
         case .event(let job):
             try c.encode(job, forKey: .job)
+        case .fetched(let id, let result):
+            try c.encodeIfPresent(id, forKey: .id)
+            try c.encode(result, forKey: .result)
         case .pong(let id):
             try c.encodeIfPresent(id, forKey: .id)
         case .error(let error):
@@ -251,11 +265,17 @@ extension TransferReply: Codable {
         case "job": self = .job(id: id, job: try c.decode(Job.self, forKey: .job))
         case "jobs": self = .jobs(id: id, jobs: try c.decode([Job].self, forKey: .jobs))
         case "event": self = .event(job: try c.decode(Job.self, forKey: .job))
+        case "fetched": self = .fetched(id: id, result: try c.decode(FetchResult.self, forKey: .result))
         case "pong": self = .pong(id: id)
         case "error": self = .error(try envelope.error())
         default: throw envelope.unknownType
         }
     }
+}
+
+extension FetchResult {
+    /// The result as one compact JSON object (keys sorted).
+    public var json: String { String(decoding: encodeJSONLine(self).dropLast(), as: UTF8.self) }
 }
 
 extension Job {

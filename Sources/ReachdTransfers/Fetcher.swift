@@ -42,7 +42,8 @@ protocol FetchObserver: Sendable {
 /// One attempt at a job over HTTP with async-http-client: Range/If-Range resume, the body streamed
 /// to the partial file with backpressure (one batch written on a file thread while the next arrives),
 /// lengths checked. Requests with credentials use a client that follows no redirects (the header must not
-/// travel to another server).
+/// travel to another server). Every request has a connection of its own (`Connection: close`): a pooled
+/// connection may belong to a route that is gone since (it would hang until the read timeout).
 final class Fetcher: Sendable {
     private let client: HTTPClient
     private let authenticatedClient: HTTPClient
@@ -94,6 +95,7 @@ final class Fetcher: Sendable {
         var request = HTTPClientRequest(url: url)
         request.method = .HEAD
         request.headers.add(name: "Accept-Encoding", value: "identity")
+        request.headers.add(name: "Connection", value: "close")
         if let credentials { request.headers.add(name: "Authorization", value: credentials.authorization) }
         let client = credentials == nil ? self.client : authenticatedClient
         guard let response = try? await client.execute(request, timeout: .seconds(30)), response.status == .ok else { return nil }
@@ -107,6 +109,7 @@ final class Fetcher: Sendable {
         var request = HTTPClientRequest(url: job.url)
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
+        request.headers.add(name: "Connection", value: "close")
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
         let response: HTTPClientResponse
         switch await send(request, for: job, credentials: credentials) {
@@ -185,6 +188,7 @@ final class Fetcher: Sendable {
         var request = HTTPClientRequest(url: job.url)
         request.method = job.method == .post ? .POST : .PUT
         request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
+        request.headers.add(name: "Connection", value: "close")
         var prefix: [UInt8] = [], suffix: [UInt8] = []
         if job.method == .post {
             let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
@@ -233,6 +237,60 @@ final class Fetcher: Sendable {
             return .retry(reason: "server answered \(status)", retryAfter: seconds)
         default: return .failed(reason: "failed: server answered \(status)" + (text.isEmpty ? "" : ": \(text.prefix(200))"))
         }
+    }
+
+    /// What a cache fetch got.
+    enum CacheFetch: Sendable {
+        case notModified(HTTPHeaders)
+        case stored(status: Int, headers: HTTPHeaders, size: Int64)
+        case tooLarge(Int64?)
+        case failed(String)
+    }
+
+    /// GETs `url` into `fd` for the offline cache: conditional on `cached` validators, giving up on bodies over `limit`.
+    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, fd: Int32, credentials: Credentials?,
+                     owner: Owner) async -> CacheFetch {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept-Encoding", value: "identity")
+        request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
+        request.headers.add(name: "Connection", value: "close")
+        if let etag = cached?.etag { request.headers.add(name: "If-None-Match", value: etag) }
+        else if let date = cached?.lastModified { request.headers.add(name: "If-Modified-Since", value: date) }
+        var job = Job(id: "0", sequence: 0, spec: DownloadSpec(url: url, output: "/"), owner: owner, created: .now())
+        job.allowInsecureAuth = false
+        let response: HTTPClientResponse
+        switch await send(request, for: job, credentials: credentials) {
+        case .failure(let error):
+            if case .failed(let reason) = error.outcome { return .failed(reason) }
+            if case .retry(let reason, _) = error.outcome { return .failed(reason) }
+            return .failed("stopped")
+        case .success(let answer): response = answer
+        }
+        let status = Int(response.status.code)
+        if status == 304 { return .notModified(response.headers) }
+        guard status == 200 else { return .failed("server answered \(status)") }
+        let length = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        if let limit, (length ?? Int64.max) > limit { return .tooLarge(length) }
+        var writer = BatchWriter(fd: fd, pool: fileThreads, position: 0)
+        var batch: [ByteBuffer] = [], batchBytes = 0
+        do {
+            for try await chunk in response.body {
+                batch.append(chunk)
+                batchBytes += chunk.readableBytes
+                if let limit, writer.queuedEnd + Int64(batchBytes) > limit { return .tooLarge(nil) }
+                if batchBytes >= Self.writeBatchBytes {
+                    try await writer.submit(batch, bytes: batchBytes)
+                    batch.removeAll(keepingCapacity: true)
+                    batchBytes = 0
+                }
+            }
+            if batchBytes > 0 { try await writer.submit(batch, bytes: batchBytes) }
+            try await writer.finish()
+        } catch {
+            return .failed("\(error)")
+        }
+        if let length, writer.written != length { return .failed("connection closed after \(writer.written) of \(length) bytes") }
+        return .stored(status: status, headers: response.headers, size: writer.written)
     }
 
     /// Whether `pattern` occurs in the file (read in 1 MiB blocks on a file thread).

@@ -6,7 +6,7 @@ import ReachdTransferModel
 /// The persistent job table: SQLite through GRDB, in the state directory. Survives restarts and kill -9
 /// (SQLite's write-ahead log); progress is written at checkpoints, the partial file's size is the truth on restart.
 public final class JobStore: Sendable {
-    private let database: DatabaseQueue
+    let database: DatabaseQueue
 
     /// Opens (creating and migrating) `jobs.sqlite` in `directory`.
     public init(directory: String) throws {
@@ -69,6 +69,24 @@ public final class JobStore: Sendable {
                 t.add(column: "fileField", .text)
                 t.add(column: "responseStatus", .integer)
                 t.add(column: "responseBody", .text)
+            }
+        }
+        migrator.registerMigration("v5: offline cache") { db in
+            try db.create(table: "cacheEntry") { t in
+                t.column("uid", .integer).notNull()
+                t.column("key", .text).notNull()
+                t.column("url", .text).notNull()
+                t.column("file", .text).notNull()
+                t.column("size", .integer).notNull()
+                t.column("status", .integer).notNull()
+                t.column("contentType", .text)
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("freshUntil", .integer)
+                t.column("mustRevalidate", .boolean).notNull()
+                t.column("validated", .integer).notNull()
+                t.column("lastUsed", .integer).notNull()
+                t.primaryKey(["uid", "key"])
             }
         }
         return migrator

@@ -177,6 +177,7 @@ final class TransferBusService: @unchecked Sendable {
         case .invalidOutput: "org.reachd.Transfers1.Error.InvalidOutput"
         case .conflict: "org.reachd.Transfers1.Error.Conflict"
         case .internalError: "org.reachd.Transfers1.Error.Internal"
+        case .unavailable: "org.reachd.Transfers1.Error.Unavailable"
         }
     }
 

@@ -132,6 +132,7 @@ actor TransferScheduler: FetchObserver {
         case .cancel: return .job(id: request.id, job: try await cancel(try job(), owner: owner))
         case .refresh: return .job(id: request.id, job: try refresh(try job(), owner: owner))
         case .watch: throw ProtocolError(.badRequest, "watch needs a socket connection", id: request.id)
+        case .fetch: throw ProtocolError(.badRequest, "fetch is answered by the cache", id: request.id)
         }
     }
 
@@ -368,19 +369,9 @@ actor TransferScheduler: FetchObserver {
         }
     }
 
-    /// The job's credentials, read for each request from the configured netrc (as the daemon) or the
-    /// owner's `~/.netrc` (as the owner); nil when there are none. Never stored.
+    /// The job's credentials, read for each request; never stored.
     private func credentials(for job: Job) async -> Credentials? {
-        guard let host = try? TransferURL(job.url).host else { return nil }
-        let text: String?
-        if let path = settings.netrcPath {
-            text = try? await files.read(path, as: Owner(uid: geteuid(), gid: getegid()))
-        } else if let home = getpwuid(job.owner.uid).map({ String(cString: $0.pointee.pw_dir) }) {
-            text = try? await files.read(home + "/.netrc", as: job.owner)
-        } else {
-            text = nil
-        }
-        return text.flatMap { Netrc($0).credentials(for: host) }
+        await CredentialSource(netrcPath: settings.netrcPath, files: files).credentials(for: job.url, owner: job.owner)
     }
 
     private func sizeProbed(_ id: String, size: Int64?) {

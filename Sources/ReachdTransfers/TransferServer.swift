@@ -14,7 +14,7 @@ final class TransferServer: Sendable {
     private let path: String?
     private let logger: Logger
 
-    init(endpoint: Endpoint, scheduler: TransferScheduler, logger: Logger) async throws {
+    init(endpoint: Endpoint, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) async throws {
         self.logger = logger
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -26,7 +26,7 @@ final class TransferServer: Sendable {
                 let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
                 return credentials.flatMapThrowing { peer in
                     let owner = Self.owner(uid: peer.uid, gid: peer.gid)
-                    try child.pipeline.syncOperations.addHandler(TransferConnection(owner: owner, scheduler: scheduler, logger: logger))
+                    try child.pipeline.syncOperations.addHandler(TransferConnection(owner: owner, scheduler: scheduler, cache: cache, logger: logger))
                 }
             }
         switch endpoint {
@@ -103,12 +103,14 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     private var framer = LineFramer(maximumLineLength: maximumRequestLineLength)
     private let owner: Owner
     private let scheduler: TransferScheduler
+    private let cache: OfflineCache
     private let logger: Logger
     private var requests: AsyncStream<Result<TransferRequest, ProtocolError>>.Continuation?
 
-    init(owner: Owner, scheduler: TransferScheduler, logger: Logger) {
+    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) {
         self.owner = owner
         self.scheduler = scheduler
+        self.cache = cache
         self.logger = logger
     }
 
@@ -116,7 +118,7 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
         let (stream, continuation) = AsyncStream<Result<TransferRequest, ProtocolError>>.makeStream()
         requests = continuation
         let channel = context.channel
-        let session = TransferSession(owner: owner, scheduler: scheduler, channel: channel)
+        let session = TransferSession(owner: owner, scheduler: scheduler, cache: cache, channel: channel)
         Task {
             for await request in stream { await session.handle(request) }
             await session.close()
@@ -151,12 +153,14 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
 actor TransferSession {
     private let owner: Owner
     private let scheduler: TransferScheduler
+    private let cache: OfflineCache
     private let channel: any Channel
     private var watcher: Int?
 
-    init(owner: Owner, scheduler: TransferScheduler, channel: any Channel) {
+    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel) {
         self.owner = owner
         self.scheduler = scheduler
+        self.cache = cache
         self.channel = channel
     }
 
@@ -178,6 +182,8 @@ actor TransferSession {
         switch request.op {
         case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh:
             return try await scheduler.answer(request, owner: owner)
+        case .fetch:
+            return .fetched(id: request.id, result: try await cache.fetch(request.fetch ?? "", owner: owner))
         case .watch:
             if let watcher { await scheduler.removeWatcher(watcher) }
             let channel = self.channel

@@ -13,6 +13,8 @@ import Glibc
 public struct TransferServiceOptions: Sendable {
     public var socketPath: String
     public var stateDirectory: String
+    /// Where the offline cache keeps bodies (a directory per user inside).
+    public var cacheDirectory: String
     public var configuration: Configuration
     public var watcher: NetlinkWatcher.Options
     /// The D-Bus bus for org.reachd.Transfers1.
@@ -20,11 +22,13 @@ public struct TransferServiceOptions: Sendable {
     /// The bus where NetworkManager's metered flags are read (none: not at all).
     public var networkManager: BusService.Bus
 
-    public init(socketPath: String, stateDirectory: String, configuration: Configuration, watcher: NetlinkWatcher.Options = .init(),
+    public init(socketPath: String, stateDirectory: String, cacheDirectory: String, configuration: Configuration,
+                watcher: NetlinkWatcher.Options = .init(),
                 bus: BusService.Bus = .system, networkManager: BusService.Bus = .system) {
         self.bus = bus
         self.networkManager = networkManager
         self.socketPath = socketPath
+        self.cacheDirectory = cacheDirectory
         self.stateDirectory = stateDirectory
         self.configuration = configuration
         self.watcher = watcher
@@ -35,7 +39,7 @@ public struct TransferServiceOptions: Sendable {
 /// uses, from the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
 public enum TransferService {
     public static func run(options: TransferServiceOptions, logger: Logger) async throws {
-        try makeDirectory(options.stateDirectory)
+        try makeDirectory(options.stateDirectory, mode: 0o700)
         let store = try JobStore(directory: options.stateDirectory)
         let files = try UserFiles()
         let fetcher = Fetcher(caFile: options.configuration.caFile, logger: logger)
@@ -52,7 +56,14 @@ public enum TransferService {
         try network.start()
         try await scheduler.load()
         let endpoint: TransferServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
-        let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, logger: logger)
+        try makeDirectory(options.cacheDirectory, mode: 0o755)
+        let cache = OfflineCache(
+            store: store, files: files, fetcher: fetcher, hosts: hosts,
+            credentials: CredentialSource(netrcPath: options.configuration.netrcPath, files: files),
+            directory: options.cacheDirectory, capacity: options.configuration.cacheCapacity,
+            threshold: options.configuration.meteredThreshold, logger: logger
+        )
+        let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, logger: logger)
         let bus = await startBus(options.bus, scheduler: scheduler, logger: logger)
         Systemd.ready(status: "serving transfers")
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
@@ -87,13 +98,14 @@ public enum TransferService {
         }
     }
 
-    /// The state directory, created 0700 (job table and nothing else; partial files live next to outputs).
-    private static func makeDirectory(_ path: String) throws {
+    /// A directory and its parents (the state directory 0700: the job table; the cache directory 0755, with a
+    /// 0700 directory per user inside).
+    private static func makeDirectory(_ path: String, mode: mode_t) throws {
         var components: [Substring] = []
         for component in path.split(separator: "/") {
             components.append(component)
             let prefix = "/" + components.joined(separator: "/")
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST { throw FileError("cannot create the state directory \(prefix)") }
+            if mkdir(prefix, mode) != 0 && errno != EEXIST { throw FileError("cannot create the directory \(prefix)") }
         }
     }
 }

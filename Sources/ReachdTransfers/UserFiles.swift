@@ -85,6 +85,26 @@ public final class UserFiles: Sendable {
         }) ?? 0
     }
 
+    /// Creates (truncating) a file as `owner`, mode 0600; the caller closes the descriptor.
+    func create(_ path: String, as owner: Owner) async throws -> Int32 {
+        try await run(as: owner) {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw FileError("cannot create \(path) as uid \(owner.uid)") }
+            return fd
+        }
+    }
+
+    func rename(_ path: String, to target: String, as owner: Owner) async throws {
+        try await run(as: owner) {
+            guard Glibc.rename(path, target) == 0 else { throw FileError("cannot rename \(path) to \(target)") }
+        }
+    }
+
+    /// Removes a file as `owner`; a missing file is fine.
+    func remove(_ path: String, as owner: Owner) async {
+        _ = try? await run(as: owner) { unlink(path) }
+    }
+
     /// Opens a regular file for reading as `owner`; the caller closes the descriptor.
     func openForReading(_ path: String, as owner: Owner) async throws -> (fd: Int32, size: Int64) {
         try await run(as: owner) {
@@ -127,7 +147,7 @@ public final class UserFiles: Sendable {
     /// Moves the finished partial file over the output in one step, then makes the rename durable.
     func moveIntoPlace(_ job: Job) async throws {
         try await run(as: job.owner) {
-            guard rename(job.partialPath, job.output) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
+            guard Glibc.rename(job.partialPath, job.output) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
             let directory = String(job.output[..<job.output.lastIndex(of: "/")!])
             let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if fd >= 0 {

@@ -13,6 +13,7 @@ struct FaultOptions {
     var noValidators = false
     var noLength = false
     var redirect: Int?
+    var cacheControl: String?
 
     init(query: String) {
         for (key, value) in Self.parameters(query) {
@@ -27,6 +28,7 @@ struct FaultOptions {
             case "no-validators": noValidators = value == "1"
             case "no-length": noLength = value == "1"
             case "redirect": redirect = Int(value)
+            case "cache-control": cacheControl = value
             default: break
             }
         }

@@ -124,6 +124,7 @@ final class FileServerHandler: ChannelInboundHandler {
         var transfer = transfer
         transfer.file = file
         var headers: HTTPHeaders = ["content-type": "application/octet-stream", "accept-ranges": "bytes"]
+        if let cacheControl = faults.cacheControl { headers.add(name: "cache-control", value: cacheControl) }
         if !faults.noValidators {
             headers.add(name: "etag", value: info.etag)
             headers.add(name: "last-modified", value: info.lastModified)

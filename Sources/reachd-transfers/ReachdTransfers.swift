@@ -37,6 +37,9 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "State directory (the job table). Default: /var/lib/reachd as root, else $XDG_STATE_HOME/reachd.")
     var stateDir: String?
 
+    @Option(help: "Offline cache directory. Default: /var/cache/reachd as root, else $XDG_CACHE_HOME/reachd.")
+    var cacheDir: String?
+
     @Option(help: "Configuration file (TOML), the same as reachd's; [downloads] sets the metered threshold and concurrency.")
     var config: String?
 
@@ -62,7 +65,7 @@ struct TransfersCommand: AsyncParsableCommand {
         DaemonStartup.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "reachd-transfers")
         var environment: [String: String] = [:]
-        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "HOME"] {
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "HOME"] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         guard let path = socket ?? TransferSocketPath.defaultPath(uid: getuid(), environment: environment) else {
@@ -71,11 +74,14 @@ struct TransfersCommand: AsyncParsableCommand {
         guard let state = stateDir ?? TransferSocketPath.stateDirectory(uid: getuid(), environment: environment), state.hasPrefix("/") else {
             throw ValidationError("no state directory: pass --state-dir PATH (absolute) or set XDG_STATE_HOME")
         }
+        guard let cache = cacheDir ?? TransferSocketPath.cacheDirectory(uid: getuid(), environment: environment), cache.hasPrefix("/") else {
+            throw ValidationError("no cache directory: pass --cache-dir PATH (absolute) or set XDG_CACHE_HOME")
+        }
         guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
         do {
             try await TransferService.run(
                 options: TransferServiceOptions(
-                    socketPath: path, stateDirectory: state, configuration: configuration,
+                    socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration,
                     watcher: .init(sysfsRoot: sysfsRoot), bus: BusService.Bus(rawValue: bus) ?? .system,
                     networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
                 ),

@@ -166,6 +166,7 @@ final class TransferLab {
     /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it answers.
     func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
         var args = ["netns", "exec", lab.host, NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
+                    "--cache-dir", lab.directory + "/cache",
                     "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
             + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
         if let config {

@@ -45,6 +45,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(defaults.transferConcurrency, 2)
         let config = try Configuration(toml: "[downloads]\nmetered_threshold = 0\nconcurrency = 5\nnetrc = \"/etc/reachd/netrc\"\nca_file = \"/etc/reachd/ca.pem\"\n")
         XCTAssertEqual(config.netrcPath, "/etc/reachd/netrc")
+        XCTAssertEqual(defaults.cacheCapacity, 256 << 20)
+        XCTAssertEqual(try Configuration(toml: "[cache]\ncapacity_bytes = 1000\n").cacheCapacity, 1000)
         XCTAssertEqual(config.caFile, "/etc/reachd/ca.pem")
         XCTAssertEqual(config.meteredThreshold, 0)
         XCTAssertEqual(config.transferConcurrency, 5)
@@ -71,6 +73,8 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nparallel = 2", "downloads: unknown key \"parallel\""),
             ("[downloads]\nnetrc = \"netrc\"", "downloads: \"netrc\" must be an absolute path"),
             ("[downloads]\nca_file = 3", "downloads: \"ca_file\" must be an absolute path"),
+            ("[cache]\ncapacity_bytes = -1", "cache: \"capacity_bytes\" must be a number of bytes"),
+            ("[cache]\nsize = 1", "cache: unknown key \"size\""),
             ("[hosts]\nttl = 5", "unknown key \"ttl\""),
             ("[connectivity]\nurl = \"http://a/\"\nexpect_status = 42", "\"expect_status\" must be"),
             ("[connectivity]\nurl = \"http://a/\"\nretries = 3", "unknown key \"retries\""),

@@ -1,0 +1,143 @@
+import ReachdModel
+
+/// How long a response may be served from the cache without asking the server (RFC 9111 §4.2):
+/// `Cache-Control: max-age` from the response's `Date`, else `Expires`.
+public struct CacheFreshness: Hashable, Sendable {
+    /// Fresh until then; nil: stale at once.
+    public var freshUntil: Timestamp?
+    /// Stale copies must not be served without the server's say (`must-revalidate`, `no-cache`).
+    public var mustRevalidate: Bool
+
+    public init(freshUntil: Timestamp? = nil, mustRevalidate: Bool = false) {
+        self.freshUntil = freshUntil
+        self.mustRevalidate = mustRevalidate
+    }
+
+    /// From the response headers, received at `now` (Unix seconds for HTTP dates).
+    public init(cacheControl: String?, expires: String?, date: String?, now: Timestamp) {
+        self.init()
+        var maxAge: Int64?
+        for directive in (cacheControl ?? "").split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces.lowercased() }
+            switch parts.first {
+            case "max-age"?, "s-maxage"? where parts.count == 2: maxAge = decimal(parts[1]).map { max(maxAge ?? 0, $0) }
+            case "must-revalidate"?, "proxy-revalidate"?, "no-cache"?: mustRevalidate = true
+            default: break
+            }
+        }
+        let nowSeconds = now.microseconds / 1_000_000
+        let base = date.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) } ?? nowSeconds
+        if cacheControl?.lowercased().contains("no-cache") == true {
+            freshUntil = nil
+        } else if let maxAge {
+            freshUntil = Timestamp(microseconds: (base + maxAge) * 1_000_000)
+        } else if let expires, let until = HTTPDate.unixSeconds(expires.trimmingSpaces) {
+            freshUntil = Timestamp(microseconds: (nowSeconds + (until - base)) * 1_000_000)
+        }
+    }
+
+    public func isFresh(at now: Timestamp) -> Bool { freshUntil.map { now < $0 } ?? false }
+}
+
+/// What `fetch` does for a URL, from the cached copy (if any) and the route to its host.
+public enum CacheSource: Hashable, Sendable {
+    /// Ask the server (conditionally when there is a copy); `limit`: give up on bodies larger than this.
+    case network(limit: Int64?)
+    /// Serve the copy; `reason` says why the network was not used.
+    case cache(reason: String)
+    /// Neither: the reason names what is missing.
+    case fail(reason: String)
+
+    /// The decision for a copy of `cachedSize` bytes (nil: none), fresh or not, given the verdict for `host`.
+    public static func decide(host: String, verdict: Verdict?, cachedSize: Int64?, freshness: CacheFreshness?,
+                              threshold: Int64, now: Timestamp) -> CacheSource {
+        if cachedSize != nil, let freshness, freshness.isFresh(at: now) {
+            return .cache(reason: "fresh (the server allows it until \(freshness.freshUntil!))")
+        }
+        let staleForbidden = freshness?.mustRevalidate ?? false
+        guard let verdict, verdict.reachable else {
+            let why = "\(host) is not reachable" + (verdict?.reason.map { " (\($0))" } ?? "")
+            guard cachedSize != nil else { return .fail(reason: "not cached, and \(why)") }
+            if staleForbidden { return .fail(reason: "the cached copy is stale and the server demands revalidation (must-revalidate); \(why)") }
+            return .cache(reason: why)
+        }
+        guard verdict.metered else { return .network(limit: nil) }
+        let via = verdict.interface.map { " (\($0))" } ?? ""
+        if let cachedSize {
+            // A known small body may come over a metered route; a large one is served from the cache.
+            if cachedSize <= threshold || staleForbidden { return .network(limit: threshold) }
+            return .cache(reason: "the route to \(host) is metered\(via) and the body (\(cachedSize) bytes) exceeds \(threshold)")
+        }
+        return .network(limit: threshold)
+    }
+}
+
+/// The cache key of a request: method and the URL normalised (scheme and host lowercased, default
+/// port and fragment dropped).
+public enum CacheKey {
+    public static func key(method: String, url: String) -> String? {
+        guard let parsed = try? TransferURL(url) else { return nil }
+        guard let afterScheme = url.firstIndex(of: ":").map({ url.index($0, offsetBy: 3) }), afterScheme <= url.endIndex else { return nil }
+        let rest = url[afterScheme...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var path = String(rest[authorityEnd...])
+        if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
+        if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
+        let defaultPort = parsed.scheme == "https" ? 443 : 80
+        let host = parsed.host.contains(":") ? "[\(parsed.host)]" : parsed.host
+        let port = parsed.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""
+        return "\(method.uppercased()) \(parsed.scheme)://\(host)\(port)\(path)"
+    }
+}
+
+/// Which entries to drop so the cache fits its capacity: least recently used first.
+public enum CacheEviction {
+    public struct Entry: Hashable, Sendable {
+        public var key: String
+        public var size: Int64
+        public var lastUsed: Timestamp
+
+        public init(key: String, size: Int64, lastUsed: Timestamp) {
+            self.key = key
+            self.size = size
+            self.lastUsed = lastUsed
+        }
+    }
+
+    public static func victims(_ entries: [Entry], capacity: Int64) -> [String] {
+        var total = entries.reduce(0) { $0 + $1.size }
+        var victims: [String] = []
+        for entry in entries.sorted(by: { ($0.lastUsed, $0.key) < ($1.lastUsed, $1.key) }) where total > capacity {
+            victims.append(entry.key)
+            total -= entry.size
+        }
+        return victims
+    }
+}
+
+/// The answer to `fetch`: where the body is and where it came from.
+public struct FetchResult: Hashable, Sendable, Codable {
+    public var url: String
+    /// `network` or `cache`.
+    public var source: String
+    /// Why the cached copy was used (nil from the network).
+    public var reason: String?
+    /// Seconds since the body was fetched or confirmed by the server.
+    public var age: Int64
+    public var status: Int
+    public var contentType: String?
+    public var size: Int64
+    /// The body: a file readable only by the caller, valid until the entry is replaced or evicted.
+    public var body: String
+
+    public init(url: String, source: String, reason: String?, age: Int64, status: Int, contentType: String?, size: Int64, body: String) {
+        self.url = url
+        self.source = source
+        self.reason = reason
+        self.age = age
+        self.status = status
+        self.contentType = contentType
+        self.size = size
+        self.body = body
+    }
+}

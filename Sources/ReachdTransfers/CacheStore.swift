@@ -1,0 +1,72 @@
+import GRDB
+import ReachdModel
+import ReachdTransferModel
+
+/// One cached response: its body file and what the server said about it.
+struct CacheEntry: Sendable {
+    var uid: UInt32
+    var key: String
+    var url: String
+    var file: String
+    var size: Int64
+    var status: Int
+    var contentType: String?
+    var validators: Validators
+    var freshness: CacheFreshness
+    /// When the server last sent or confirmed the body.
+    var validated: Timestamp
+    var lastUsed: Timestamp
+}
+
+/// The offline cache's entries, in the job store's SQLite database (table `cacheEntry`).
+extension JobStore {
+    func cacheEntry(uid: UInt32, key: String) throws -> CacheEntry? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM cacheEntry WHERE uid = ? AND key = ?", arguments: [Int64(uid), key]).map(Self.entry)
+        }
+    }
+
+    func saveCacheEntry(_ entry: CacheEntry) throws {
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO cacheEntry (uid, key, url, file, size, status, contentType, etag, lastModified,
+                      freshUntil, mustRevalidate, validated, lastUsed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    Int64(entry.uid), entry.key, entry.url, entry.file, entry.size, entry.status, entry.contentType,
+                    entry.validators.etag, entry.validators.lastModified, entry.freshness.freshUntil?.microseconds,
+                    entry.freshness.mustRevalidate, entry.validated.microseconds, entry.lastUsed.microseconds,
+                ]
+            )
+        }
+    }
+
+    func touchCacheEntry(uid: UInt32, key: String, at time: Timestamp) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE cacheEntry SET lastUsed = ? WHERE uid = ? AND key = ?", arguments: [time.microseconds, Int64(uid), key])
+        }
+    }
+
+    /// Every entry's size and last use, for eviction.
+    func cacheEntries() throws -> [CacheEntry] {
+        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM cacheEntry").map(Self.entry) }
+    }
+
+    func deleteCacheEntry(uid: UInt32, key: String) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM cacheEntry WHERE uid = ? AND key = ?", arguments: [Int64(uid), key])
+        }
+    }
+
+    private static func entry(_ row: Row) -> CacheEntry {
+        CacheEntry(
+            uid: UInt32(row["uid"] as Int64), key: row["key"], url: row["url"], file: row["file"], size: row["size"],
+            status: row["status"], contentType: row["contentType"],
+            validators: Validators(etag: row["etag"], lastModified: row["lastModified"]),
+            freshness: CacheFreshness(freshUntil: (row["freshUntil"] as Int64?).map(Timestamp.init(microseconds:)),
+                                      mustRevalidate: row["mustRevalidate"]),
+            validated: Timestamp(microseconds: row["validated"]), lastUsed: Timestamp(microseconds: row["lastUsed"])
+        )
+    }
+}

@@ -1,0 +1,182 @@
+import Crypto
+import Logging
+import ReachdDaemon
+import ReachdModel
+import ReachdProtocol
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `fetch`: a URL's body through the cache. From the network when the route to its host allows it (a
+/// conditional request when there is a copy), else the copy, saying how old it is and why. Bodies are files
+/// in a directory per user that only that user can read; entries are in SQLite; least recently used entries
+/// are dropped after a fetch, off its path, to keep the cache within its capacity. Concurrent fetches of
+/// one URL by one user share one request.
+actor OfflineCache {
+    private let store: JobStore
+    private let files: UserFiles
+    private let fetcher: Fetcher
+    private let hosts: HostMonitor
+    private let credentials: CredentialSource
+    private let directory: String
+    private let capacity: Int64
+    private let threshold: Int64
+    private let logger: Logger
+    private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
+
+    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, credentials: CredentialSource,
+         directory: String, capacity: Int64, threshold: Int64, logger: Logger) {
+        self.store = store
+        self.files = files
+        self.fetcher = fetcher
+        self.hosts = hosts
+        self.credentials = credentials
+        self.directory = directory
+        self.capacity = capacity
+        self.threshold = threshold
+        self.logger = logger
+    }
+
+    func fetch(_ url: String, owner: Owner) async throws(ProtocolError) -> FetchResult {
+        guard let key = CacheKey.key(method: "GET", url: url), let host = try? TransferURL(url).host else {
+            do {
+                _ = try TransferURL(url)
+            } catch {
+                throw ProtocolError(.invalidURL, error.description)
+            }
+            throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"")
+        }
+        guard files.canServe(owner) else {
+            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
+        }
+        let flight = "\(owner.uid) \(key)"
+        let task: Task<Result<FetchResult, ProtocolError>, Never>
+        if let running = inflight[flight] {
+            task = running
+        } else {
+            task = Task { await self.resolve(url: url, key: key, host: host, owner: owner) }
+            inflight[flight] = task
+        }
+        let result = await task.value
+        inflight[flight] = nil
+        return try result.get()
+    }
+
+    private func resolve(url: String, key: String, host: String, owner: Owner) async -> Result<FetchResult, ProtocolError> {
+        let now = Timestamp.now()
+        let entry = try? store.cacheEntry(uid: owner.uid, key: key)
+        let verdict = await hosts.verdict(for: host).verdict
+        let source = CacheSource.decide(host: host, verdict: verdict, cachedSize: entry?.size, freshness: entry?.freshness,
+                                        threshold: threshold, now: now)
+        switch source {
+        case .fail(let reason):
+            return .failure(ProtocolError(.unavailable, reason))
+        case .cache(let reason):
+            guard let entry else { return .failure(ProtocolError(.unavailable, reason)) }
+            return .success(served(entry, reason: reason, now: now))
+        case .network(let limit):
+            return await network(url: url, key: key, owner: owner, entry: entry, limit: limit, now: now)
+        }
+    }
+
+    private func network(url: String, key: String, owner: Owner, entry: CacheEntry?, limit: Int64?, now: Timestamp) async
+        -> Result<FetchResult, ProtocolError> {
+        let userDirectory = "\(directory)/\(owner.uid)"
+        do {
+            try makeUserDirectory(userDirectory, owner: owner)
+        } catch {
+            return .failure(ProtocolError(.internalError, "\(error)"))
+        }
+        let name = SHA256.hash(data: Array(key.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).\(UInt32.random(in: .min ... .max)).tmp"
+        let fd: Int32
+        do {
+            fd = try await files.create(temporary, as: owner)
+        } catch {
+            return .failure(ProtocolError(.internalError, "\(error)"))
+        }
+        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: limit, fd: fd,
+                                                credentials: await credentials.credentials(for: url, owner: owner), owner: owner)
+        close(fd)
+        switch outcome {
+        case .notModified(let headers):
+            await files.remove(temporary, as: owner)
+            guard var entry else { return .failure(ProtocolError(.unavailable, "the server answered 304 to an unconditional request")) }
+            entry.freshness = CacheFreshness(cacheControl: headers.first(name: "Cache-Control") ?? nil, expires: headers.first(name: "Expires"),
+                                             date: headers.first(name: "Date"), now: now)
+            entry.validated = now
+            try? store.saveCacheEntry(entry)
+            var result = served(entry, reason: nil, now: now)
+            result.source = "network"
+            return .success(result)
+        case .stored(let status, let headers, let size):
+            do {
+                try await files.rename(temporary, to: file, as: owner)
+            } catch {
+                await files.remove(temporary, as: owner)
+                return .failure(ProtocolError(.internalError, "\(error)"))
+            }
+            let stored = CacheEntry(
+                uid: owner.uid, key: key, url: url, file: file, size: size, status: status,
+                contentType: headers.first(name: "Content-Type"),
+                validators: Validators(etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified")),
+                freshness: CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
+                                          date: headers.first(name: "Date"), now: now),
+                validated: now, lastUsed: now
+            )
+            do {
+                try store.saveCacheEntry(stored)
+            } catch {
+                logger.error("cache: the entry for \(url) could not be written: \(error)")
+            }
+            Task { await self.evict() }
+            var result = served(stored, reason: nil, now: now)
+            result.source = "network"
+            return .success(result)
+        case .tooLarge(let size):
+            await files.remove(temporary, as: owner)
+            let what = size.map { "the body (\($0) bytes)" } ?? "the body"
+            guard let entry else {
+                return .failure(ProtocolError(.unavailable, "not cached, and \(what) is too large for the metered route (over \(threshold) bytes)"))
+            }
+            return .success(served(entry, reason: "\(what) is too large for the metered route", now: now))
+        case .failed(let reason):
+            await files.remove(temporary, as: owner)
+            guard let entry, !entry.freshness.mustRevalidate else {
+                return .failure(ProtocolError(.unavailable, "not cached, and the network failed: \(reason)"))
+            }
+            return .success(served(entry, reason: "the network failed: \(reason)", now: now))
+        }
+    }
+
+    /// The entry as a result, its use recorded.
+    private func served(_ entry: CacheEntry, reason: String?, now: Timestamp) -> FetchResult {
+        try? store.touchCacheEntry(uid: entry.uid, key: entry.key, at: now)
+        return FetchResult(url: entry.url, source: "cache", reason: reason, age: (now.microseconds - entry.validated.microseconds) / 1_000_000,
+                           status: entry.status, contentType: entry.contentType, size: entry.size, body: entry.file)
+    }
+
+    /// Drops least recently used entries until the cache fits its capacity.
+    private func evict() async {
+        guard let entries = try? store.cacheEntries() else { return }
+        let byKey = Dictionary(entries.map { ("\($0.uid) \($0.key)", $0) }, uniquingKeysWith: { a, _ in a })
+        let victims = CacheEviction.victims(entries.map { CacheEviction.Entry(key: "\($0.uid) \($0.key)", size: $0.size, lastUsed: $0.lastUsed) },
+                                            capacity: capacity)
+        for victim in victims {
+            guard let entry = byKey[victim] else { continue }
+            try? store.deleteCacheEntry(uid: entry.uid, key: entry.key)
+            await files.remove(entry.file, as: Owner(uid: geteuid(), gid: getegid()))
+            logger.debug("cache: evicted \(entry.url) (\(entry.size) bytes)")
+        }
+    }
+
+    /// `DIR/UID`, owned by the user and closed to everyone else.
+    private func makeUserDirectory(_ path: String, owner: Owner) throws {
+        if mkdir(path, 0o700) == 0 {
+            if geteuid() == 0 { chown(path, owner.uid, owner.gid) }
+        } else if errno != EEXIST {
+            throw FileError("cannot create the cache directory \(path)")
+        }
+    }
+}

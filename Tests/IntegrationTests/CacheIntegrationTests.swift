@@ -1,0 +1,146 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+import XCTest
+
+/// `reachctl fetch` through reachd-transfers' offline cache, against reachd-testserver in the peer namespace.
+final class CacheIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    private func start(capacity: Int = 256 << 20) throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n")
+    }
+
+    /// `reachctl fetch URL`: exit status, the body's SHA-256 (of stdout), stderr.
+    private func fetch(_ url: String, user: String? = nil) throws -> (status: Int32, sum: String, err: String) {
+        let reachctl = "\(NetLab.binary("reachctl")) fetch '\(url)' --transfers-socket \(lab.socketPath)"
+        let command = (user.map { "runuser -u \($0) -- " } ?? "") + reachctl
+        let out = lab.lab.directory + "/fetch.out", err = lab.lab.directory + "/fetch.err"
+        let status = try lab.lab.run("\(command) > \(out) 2> \(err); echo $?").trimmingCharacters(in: .whitespacesAndNewlines)
+        return (Int32(status) ?? -1, try lab.sha256(out), (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    private func gets(_ path: String) -> [[String: Any]] { lab.requests(path: path).filter { $0["method"] as? String == "GET" } }
+
+    private func unreachable() throws {
+        try lab.eth0Down()
+        try lab.lab.ip("route del default dev wwan0")
+    }
+
+    func testNetworkWhenUnmeteredCacheWhenMeteredAndLargeOrUnreachable() throws {
+        try start()
+        let big = try lab.serve("big.bin", bytes: 2_000_000)
+        let small = try lab.serve("small.bin", bytes: 10_000, seed: 2)
+        XCTAssertEqual(try fetch(lab.url("big.bin")).sum, big)
+        XCTAssertEqual(try fetch(lab.url("small.bin")).sum, small)
+        XCTAssertEqual(gets("big.bin").count, 1)
+
+        try lab.eth0Down()
+        usleep(300_000)
+        let cached = try fetch(lab.url("big.bin"))
+        XCTAssertEqual(cached.status, 0)
+        XCTAssertEqual(cached.sum, big)
+        XCTAssertTrue(cached.err.hasPrefix("reachctl: from the cache, "), cached.err)
+        XCTAssertTrue(cached.err.contains("old: the route to mirror.test is metered (wwan0) and the body (2000000 bytes) exceeds 1048576"), cached.err)
+        XCTAssertEqual(gets("big.bin").count, 1, "no request over the metered route")
+        let smallAgain = try fetch(lab.url("small.bin"))
+        XCTAssertEqual(smallAgain.err, "", "a small body comes from the network even over a metered route")
+        XCTAssertEqual(gets("small.bin").count, 2)
+
+        try lab.lab.ip("route del default dev wwan0")
+        usleep(300_000)
+        let offline = try fetch(lab.url("small.bin"))
+        XCTAssertEqual(offline.sum, small)
+        XCTAssertTrue(offline.err.contains("old: mirror.test is not reachable"), offline.err)
+        let missing = try fetch(lab.url("never.bin"))
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("not cached, and mirror.test is not reachable"), missing.err)
+    }
+
+    func testFreshEntriesNeedNoRequestAndStaleOnesAreRevalidated() throws {
+        try start()
+        let sum = try lab.serve("f.bin", bytes: 50_000)
+        XCTAssertEqual(try fetch(lab.url("f.bin?cache-control=max-age=60")).sum, sum)
+        let fresh = try fetch(lab.url("f.bin?cache-control=max-age=60"))
+        XCTAssertEqual(fresh.sum, sum)
+        XCTAssertTrue(fresh.err.contains("fresh (the server allows it until"), fresh.err)
+        XCTAssertEqual(gets("f.bin").count, 1)
+
+        XCTAssertEqual(try fetch(lab.url("f.bin")).sum, sum)
+        let revalidated = try fetch(lab.url("f.bin"))
+        XCTAssertEqual(revalidated.sum, sum)
+        XCTAssertEqual(revalidated.err, "", "revalidated with the server: not 'from the cache'")
+        let last = try XCTUnwrap(gets("f.bin").last)
+        XCTAssertEqual(last["status"] as? Int, 304)
+        XCTAssertEqual(last["bodyBytes"] as? Int, 0)
+        XCTAssertNotNil(last["ifNoneMatch"] as? String)
+    }
+
+    func testMustRevalidateIsNotServedStale() throws {
+        try start()
+        try lab.serve("m.bin", bytes: 1000)
+        XCTAssertEqual(try fetch(lab.url("m.bin?cache-control=must-revalidate")).status, 0)
+        try unreachable()
+        usleep(300_000)
+        let refused = try fetch(lab.url("m.bin?cache-control=must-revalidate"))
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("the server demands revalidation (must-revalidate)"), refused.err)
+    }
+
+    func testLeastRecentlyUsedEntriesAreEvictedToStayUnderCapacity() throws {
+        try start(capacity: 1_000_000)
+        for name in ["a", "b", "c"] { try lab.serve(name + ".bin", bytes: 400_000, seed: UInt64(name.unicodeScalars.first!.value)) }
+        _ = try fetch(lab.url("a.bin"))
+        _ = try fetch(lab.url("b.bin"))
+        _ = try fetch(lab.url("a.bin"))
+        _ = try fetch(lab.url("c.bin"))
+        usleep(500_000)
+        let directory = lab.lab.directory + "/cache/0"
+        let bodies = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") }
+        let total = try bodies.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: directory + "/" + $1)[.size] as? Int) ?? 0) }
+        XCTAssertEqual(bodies.count, 2)
+        XCTAssertLessThanOrEqual(total, 1_000_000)
+        try unreachable()
+        usleep(300_000)
+        XCTAssertEqual(try fetch(lab.url("a.bin")).status, 0, "used recently: kept")
+        XCTAssertEqual(try fetch(lab.url("c.bin")).status, 0, "newest: kept")
+        XCTAssertEqual(try fetch(lab.url("b.bin")).status, 1, "least recently used: evicted")
+    }
+
+    func testConcurrentFetchesOfOneURLShareOneRequest() throws {
+        try start()
+        let sum = try lab.serve("slow.bin", bytes: 600_000)
+        let url = lab.url("slow.bin?rate=600000")
+        let out = lab.lab.directory + "/concurrent"
+        try lab.lab.run("for n in 0 1 2 3; do \(NetLab.binary("reachctl")) fetch '\(url)' --output \(out)$n "
+            + "--transfers-socket \(lab.socketPath) & done; wait")
+        XCTAssertEqual(try (0..<4).map { try lab.sha256(out + "\($0)") }, [sum, sum, sum, sum])
+        XCTAssertEqual(gets("slow.bin").count, 1)
+    }
+
+    func testEntriesBelongToOneUser() throws {
+        try start()
+        let sum = try lab.serve("u.bin", bytes: 20_000)
+        XCTAssertEqual(try fetch(lab.url("u.bin")).sum, sum)
+        XCTAssertEqual(try fetch(lab.url("u.bin"), user: "nobody").sum, sum)
+        let directory = lab.lab.directory + "/cache/65534"
+        var info = stat()
+        XCTAssertEqual(stat(directory, &info), 0)
+        XCTAssertEqual(info.st_uid, 65534)
+        XCTAssertEqual(info.st_mode & 0o777, 0o700)
+        let body = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: directory).first)
+        XCTAssertEqual(stat(directory + "/" + body, &info), 0)
+        XCTAssertEqual(info.st_uid, 65534)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        XCTAssertEqual(stat(lab.lab.directory + "/cache/0", &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o700, "root's bodies are closed to nobody")
+    }
+}
