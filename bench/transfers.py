@@ -11,6 +11,7 @@ parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--pauses", type=int, default=5)
 parser.add_argument("--refresh-jobs", type=int, default=1000)
 parser.add_argument("--upload-rounds", type=int, default=3)
+parser.add_argument("--fetch-runs", type=int, default=20)
 args = parser.parse_args()
 work, ns = args.work, args.host_ns
 size = args.size_mib << 20
@@ -98,6 +99,24 @@ def wait(job_id, condition, timeout=600):
     return job
 
 
+def with_peak_rss(daemon, body):
+    """Runs body() while sampling the daemon's RSS every 50 ms; returns (body's result, peak MB)."""
+    peak, done = [daemon.rss_kib()], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], daemon.rss_kib())
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        return body(), peak[0] / 1024
+    finally:
+        done.set()
+        sampler.join()
+
+
 def nginx_bytes():
     total, records = 0, []
     with open(f"{work}/access.log") as log:
@@ -129,32 +148,23 @@ for round_number in range(args.rounds):
     curl_sync_rates.append(size / curl_sync_time / 1e6)
 
     output = f"{work}/out/daemon.bin"
-    peak = [daemon.rss_kib()]
-    done = threading.Event()
 
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], daemon.rss_kib())
-            time.sleep(0.05)
+    def download():
+        start = time.monotonic()
+        job = add(nginx_url, output)
+        partial = f"{work}/out/.daemon.bin.{job}.part"
+        while os.path.exists(partial) and os.path.getsize(partial) < size:
+            time.sleep(0.001)
+        written = time.monotonic() - start
+        return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), written, time.monotonic() - start
 
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    start = time.monotonic()
-    job = add(nginx_url, output)
-    partial = f"{work}/out/.daemon.bin.{job}.part"
-    while os.path.exists(partial) and os.path.getsize(partial) < size:
-        time.sleep(0.001)
-    written_time = time.monotonic() - start
-    finished = wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled"))
-    daemon_time = time.monotonic() - start
-    done.set()
-    sampler.join()
+    (finished, written_time, daemon_time), peak_mb = with_peak_rss(daemon, download)
     assert finished["state"] == "completed", finished
     assert os.path.getsize(output) == size
     os.unlink(output)
     daemon_rates.append(size / daemon_time / 1e6)
     written_rates.append(size / written_time / 1e6)
-    peaks.append(peak[0] / 1024)
+    peaks.append(peak_mb)
     print(f"round {round_number + 1}: curl -o {curl_rates[-1]:.0f} MB/s (with fsync {curl_sync_rates[-1]:.0f} MB/s), "
           f"reachd-transfers {written_rates[-1]:.0f} MB/s to the last byte in the partial file, {daemon_rates[-1]:.0f} MB/s to completed "
           f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB")
@@ -276,27 +286,36 @@ if args.upload_rounds > 0:
         start = time.monotonic()
         sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", "/dev/null", "-F", f"file=@{www_file}", "http://mirror.test:8080/upload")
         curl_rates.append(size / (time.monotonic() - start) / 1e6)
-        peak = [daemon.rss_kib()]
-        done = threading.Event()
+        def send():
+            start = time.monotonic()
+            job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8080/upload", "method": "POST"})["job"]["id"]
+            return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), time.monotonic() - start
 
-        def sample():
-            while not done.is_set():
-                peak[0] = max(peak[0], daemon.rss_kib())
-                time.sleep(0.05)
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        start = time.monotonic()
-        job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8080/upload", "method": "POST"})["job"]["id"]
-        finished = wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled"))
-        elapsed = time.monotonic() - start
-        done.set()
-        sampler.join()
+        (finished, elapsed), peak_mb = with_peak_rss(daemon, send)
         assert finished["state"] == "completed" and finished["responseStatus"] == 204, finished
         daemon_rates.append(size / elapsed / 1e6)
-        peaks.append(peak[0] / 1024)
+        peaks.append(peak_mb)
         print(f"upload round: curl -F {curl_rates[-1]:.0f} MB/s, reachd-transfers POST multipart {daemon_rates[-1]:.0f} MB/s "
               f"(boundary scan of the file included), RSS peak {peaks[-1]:.1f} MB")
     print(f"upload median: reachd-transfers {statistics.median(daemon_rates):.0f} MB/s = "
           f"{statistics.median(daemon_rates) / statistics.median(curl_rates):.2f} x curl -F; RSS peak {max(peaks):.1f} MB")
     daemon.kill(signal.SIGTERM)
+
+# 6. reachctl fetch of a 1 MiB body served from the cache (fresh: no request), wall time of the whole command.
+if args.fetch_runs > 0:
+    daemon = Daemon()
+    os.makedirs(f"{work}/www/fresh", exist_ok=True)
+    sh("sh", "-c", f"head -c 1048576 /dev/urandom > {work}/www/fresh/one.bin")
+    url = "http://mirror.test:8080/fresh/one.bin"
+    command = [f"{args.bin}/reachctl", "fetch", url, "--output", "/dev/null", "--transfers-socket", sock_path]
+    subprocess.run(command, check=True, capture_output=True)
+    times = []
+    for _ in range(args.fetch_runs):
+        start = time.monotonic()
+        run = subprocess.run(command, check=True, capture_output=True, text=True)
+        times.append((time.monotonic() - start) * 1000)
+        assert "from the cache" in run.stderr, run.stderr
+    print(f"reachctl fetch from the cache (1 MiB, {args.fetch_runs} runs): median {statistics.median(times):.1f} ms, "
+          f"max {max(times):.1f} ms (target 30 ms)")
+    daemon.kill(signal.SIGTERM)
+

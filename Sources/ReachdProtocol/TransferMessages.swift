@@ -72,6 +72,31 @@ extension TransferRequest: Encodable {
 
 /// Parses one transfer request line; every refusal names the field at fault.
 public enum TransferRequestParser {
+    /// `allowMetered`, `allowInsecureAuth` and `priority`, which add and upload share; the refusal, or nil.
+    private static func readCommon(_ fields: [String: JSONValue], allowMetered: inout Bool, allowInsecureAuth: inout Bool,
+                                   priority: inout Priority) -> String? {
+        if let refusal = readFlag(fields, "allowMetered", into: &allowMetered) ?? readFlag(fields, "allowInsecureAuth", into: &allowInsecureAuth) {
+            return refusal
+        }
+        switch fields["priority"] {
+        case nil, .null?: return nil
+        case .string(let name)? where Priority(rawValue: name) != nil:
+            priority = Priority(rawValue: name)!
+            return nil
+        default: return "\"priority\" must be low, normal or high"
+        }
+    }
+
+    private static func readFlag(_ fields: [String: JSONValue], _ key: String, into flag: inout Bool) -> String? {
+        switch fields[key] {
+        case nil, .null?: return nil
+        case .bool(let value)?:
+            flag = value
+            return nil
+        default: return "\"\(key)\" must be true or false"
+        }
+    }
+
     /// A job id as given by a client: 1-64 ASCII hex digits, lowercased; nil when it is not one.
     public static func jobID(_ text: String) -> String? {
         guard !text.isEmpty, text.count <= 64, text.allSatisfy(\.isASCIIHexDigit) else { return nil }
@@ -111,23 +136,8 @@ public enum TransferRequestParser {
             guard case .string(let url)? = fields["url"] else { return bad("add needs \"url\" as a string") }
             guard case .string(let output)? = fields["output"] else { return bad("add needs \"output\" as a string (an absolute path)") }
             var spec = DownloadSpec(url: url, output: output)
-            switch fields["allowMetered"] {
-            case nil, .null?: break
-            case .bool(let allow)?: spec.allowMetered = allow
-            default: return bad("\"allowMetered\" must be true or false")
-            }
-            switch fields["allowInsecureAuth"] {
-            case nil, .null?: break
-            case .bool(let allow)?: spec.allowInsecureAuth = allow
-            default: return bad("\"allowInsecureAuth\" must be true or false")
-            }
-            switch fields["priority"] {
-            case nil, .null?: break
-            case .string(let name)?:
-                guard let priority = Priority(rawValue: name) else { return bad("\"priority\" must be low, normal or high") }
-                spec.priority = priority
-            default: return bad("\"priority\" must be low, normal or high")
-            }
+            if let refusal = readCommon(fields, allowMetered: &spec.allowMetered, allowInsecureAuth: &spec.allowInsecureAuth,
+                                        priority: &spec.priority) { return bad(refusal) }
             switch fields["sha256"] {
             case nil, .null?: break
             case .string(let hex)? where sha256(hex) != nil: spec.sha256 = sha256(hex)
@@ -166,21 +176,8 @@ public enum TransferRequestParser {
             case .string(let name)? where !name.isEmpty: spec.fileField = name
             default: return bad("\"fileField\" must be a non-empty string")
             }
-            switch fields["allowMetered"] {
-            case nil, .null?: break
-            case .bool(let metered)?: spec.allowMetered = metered
-            default: return bad("\"allowMetered\" must be true or false")
-            }
-            switch fields["allowInsecureAuth"] {
-            case nil, .null?: break
-            case .bool(let allow)?: spec.allowInsecureAuth = allow
-            default: return bad("\"allowInsecureAuth\" must be true or false")
-            }
-            switch fields["priority"] {
-            case nil, .null?: break
-            case .string(let name)? where Priority(rawValue: name) != nil: spec.priority = Priority(rawValue: name)!
-            default: return bad("\"priority\" must be low, normal or high")
-            }
+            if let refusal = readCommon(fields, allowMetered: &spec.allowMetered, allowInsecureAuth: &spec.allowInsecureAuth,
+                                        priority: &spec.priority) { return bad(refusal) }
             request.upload = spec
         case .fetch:
             guard case .string(let url)? = fields["url"] else { return bad("fetch needs \"url\" as a string") }

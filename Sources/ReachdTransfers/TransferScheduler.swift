@@ -136,19 +136,24 @@ actor TransferScheduler: FetchObserver {
         }
     }
 
-    func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
+    /// The URL is one we can transfer and the daemon can act for the owner.
+    private func admit(url: String, owner: Owner) throws(ProtocolError) {
         do {
-            _ = try TransferURL(spec.url)
+            _ = try TransferURL(url)
         } catch {
             throw ProtocolError(.invalidURL, error.description)
         }
+        guard files.canServe(owner) else {
+            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
+        }
+    }
+
+    func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
+        try admit(url: spec.url, owner: owner)
         do {
             try OutputPath.validate(spec.output)
         } catch {
             throw ProtocolError(.invalidOutput, error.description)
-        }
-        guard files.canServe(owner) else {
-            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
         }
         if let clash = jobs.values.first(where: { !$0.state.isTerminal && $0.output == spec.output }) {
             throw ProtocolError(.conflict, "job \(clash.id) is already downloading to \(spec.output)")
@@ -179,16 +184,9 @@ actor TransferScheduler: FetchObserver {
 
     /// Queues an upload of a file the owner can read.
     func addUpload(_ spec: UploadSpec, owner: Owner) async throws(ProtocolError) -> Job {
-        do {
-            _ = try TransferURL(spec.url)
-        } catch {
-            throw ProtocolError(.invalidURL, error.description)
-        }
+        try admit(url: spec.url, owner: owner)
         guard spec.file.hasPrefix("/"), !spec.file.hasSuffix("/"), !spec.file.utf8.contains(0) else {
             throw ProtocolError(.invalidOutput, "invalid file \"\(spec.file.prefix(200))\": must be an absolute path to a file")
-        }
-        guard files.canServe(owner) else {
-            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
         }
         let size: Int64
         do {

@@ -39,6 +39,14 @@ extension String {
     }
 }
 
+/// `path` taken from the current directory when relative (the daemon has no idea of ours).
+func absolutePath(_ path: String) -> String {
+    guard !path.hasPrefix("/") else { return path }
+    guard let cwd = getcwd(nil, 0) else { fail("cannot read the current directory") }
+    defer { free(cwd) }
+    return String(cString: cwd) + "/" + path
+}
+
 /// Runs one request, failing with exit status 2 and the service's message when it is refused.
 func transferCall<T>(_ body: () throws(ClientError) -> T) -> T {
     do {
@@ -121,13 +129,7 @@ extension Reachctl.Download {
         }
 
         func run() throws {
-            var path = output
-            if !path.hasPrefix("/") {
-                guard let cwd = getcwd(nil, 0) else { fail("cannot read the current directory") }
-                path = String(cString: cwd) + "/" + path
-                free(cwd)
-            }
-            let spec = DownloadSpec(url: url, output: path, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
+            let spec = DownloadSpec(url: url, output: absolutePath(output), allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
                                     sha256: sha256?.lowercased(), refreshSeconds: refreshEvery.flatMap(RefreshInterval.seconds),
                                     allowInsecureAuth: allowInsecureAuth)
             let client = transfers.connect()
@@ -323,12 +325,7 @@ extension Reachctl {
         }
 
         func run() throws {
-            var path = file
-            if !path.hasPrefix("/") {
-                guard let cwd = getcwd(nil, 0) else { fail("cannot read the current directory") }
-                path = String(cString: cwd) + "/" + path
-                free(cwd)
-            }
+            let path = absolutePath(file)
             let form = fields.map { field in
                 let equals = field.firstIndex(of: "=")!
                 return FormField(name: String(field[..<equals]), value: String(field[field.index(after: equals)...]))
