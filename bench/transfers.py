@@ -169,9 +169,10 @@ for round_number in range(args.rounds):
           f"reachd-transfers {written_rates[-1]:.0f} MB/s to the last byte in the partial file, {daemon_rates[-1]:.0f} MB/s to completed "
           f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB")
 median = statistics.median
-print(f"throughput median: bytes written {median(written_rates):.0f} MB/s = {median(written_rates) / median(curl_rates):.2f} x curl -o; "
-      f"completed (fsynced, renamed) {median(daemon_rates):.0f} MB/s = {median(daemon_rates) / median(curl_sync_rates):.2f} x curl -o + fsync "
-      f"(target 0.95); daemon RSS peak {max(peaks):.1f} MB (target 40)")
+if args.rounds > 0:
+    print(f"throughput median: bytes written {median(written_rates):.0f} MB/s = {median(written_rates) / median(curl_rates):.2f} x curl -o; "
+          f"completed (fsynced, renamed) {median(daemon_rates):.0f} MB/s = {median(daemon_rates) / median(curl_sync_rates):.2f} x curl -o + fsync "
+          f"(target 0.95); daemon RSS peak {max(peaks):.1f} MB (target 40)")
 
 # 2. kill -9 in the middle of a transfer, restart, count what crossed the link twice. A fresh daemon, so that
 # the transfer has a connection of its own (tcp_info counts per connection).
@@ -231,8 +232,9 @@ for attempt in range(args.pauses):
     sh("ip", "-n", ns, "link", "set", "eth0", "up")
     sh("ip", "-n", ns, "route", "replace", "default", "via", "192.0.2.1", "dev", "eth0", "metric", "100")
 Client().call({"op": "cancel", "job": job})
-print(f"pause latency over {args.pauses} switches (eth0 down -> job deferred): median {median(events):.1f} ms, max {max(events):.1f} ms; "
-      f"last byte written to the partial file after the switch: median {median(last_bytes):.1f} ms, max {max(last_bytes):.1f} ms (target 100 ms)")
+if events:
+    print(f"pause latency over {args.pauses} switches (eth0 down -> job deferred): median {median(events):.1f} ms, max {max(events):.1f} ms; "
+          f"last byte written to the partial file after the switch: median {median(last_bytes):.1f} ms, max {max(last_bytes):.1f} ms (target 100 ms)")
 daemon.kill(signal.SIGTERM)
 
 # 4. Refresh checks: N jobs whose files are in place, all checked at once against nginx (304 each).
@@ -284,19 +286,22 @@ if args.upload_rounds > 0:
     curl_rates, daemon_rates, peaks = [], [], []
     for _ in range(args.upload_rounds):
         start = time.monotonic()
-        sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", "/dev/null", "-F", f"file=@{www_file}", "http://mirror.test:8080/upload")
+        sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", "/dev/null", "-F", f"file=@{www_file}", "http://mirror.test:8082/sink")
         curl_rates.append(size / (time.monotonic() - start) / 1e6)
         def send():
             start = time.monotonic()
-            job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8080/upload", "method": "POST"})["job"]["id"]
+            job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8082/sink", "method": "POST"})["job"]["id"]
             return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), time.monotonic() - start
 
         (finished, elapsed), peak_mb = with_peak_rss(daemon, send)
         assert finished["state"] == "completed" and finished["responseStatus"] == 204, finished
+        with open(f"{work}/uploads.log") as log:
+            last = json.loads(log.read().splitlines()[-1])
+        assert last["completed"] and last["received"] > size, last
         daemon_rates.append(size / elapsed / 1e6)
         peaks.append(peak_mb)
         print(f"upload round: curl -F {curl_rates[-1]:.0f} MB/s, reachd-transfers POST multipart {daemon_rates[-1]:.0f} MB/s "
-              f"(boundary scan of the file included), RSS peak {peaks[-1]:.1f} MB")
+              f"(the server read every byte), RSS peak {peaks[-1]:.1f} MB")
     print(f"upload median: reachd-transfers {statistics.median(daemon_rates):.0f} MB/s = "
           f"{statistics.median(daemon_rates) / statistics.median(curl_rates):.2f} x curl -F; RSS peak {max(peaks):.1f} MB")
     daemon.kill(signal.SIGTERM)

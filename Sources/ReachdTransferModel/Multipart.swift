@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A `multipart/form-data` body (RFC 7578) built around a file that is streamed, not held in memory:
 /// the text before the file (its fields and the file part's header), the file, and the closing text.
 public struct MultipartForm: Hashable, Sendable {
@@ -80,26 +86,42 @@ public struct FormField: Hashable, Sendable, Codable {
     }
 }
 
-/// Finds a byte string in data fed in chunks (matches across chunk borders).
+/// Finds a byte string in data fed in chunks (matches across chunk borders), at memchr speed.
 public struct DelimiterScanner: Sendable {
     private let pattern: [UInt8]
+    /// The last `pattern.count - 1` bytes seen.
     private var carry: [UInt8] = []
 
     public init(_ pattern: [UInt8]) { self.pattern = pattern }
 
     /// Feeds the next chunk; true once the pattern has been seen.
     public mutating func feed(_ chunk: some Collection<UInt8>) -> Bool {
-        let window = carry + chunk
-        let found = window.withUnsafeBufferPointer { haystack in
-            var start = haystack.startIndex
-            let last = haystack.count - pattern.count
-            while start <= last, let first = haystack[start...last].firstIndex(of: pattern[0]) {
-                if haystack[first..<(first + pattern.count)].elementsEqual(pattern) { return true }
-                start = first + 1
+        if let found = chunk.withContiguousStorageIfAvailable({ feed(UnsafeRawBufferPointer($0)) }) { return found }
+        return Array(chunk).withUnsafeBytes { feed($0) }
+    }
+
+    private mutating func feed(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        let keep = pattern.count - 1
+        // Across the border: the carried bytes and the chunk's first ones.
+        let junction = carry + chunk.prefix(keep)
+        if junction.count >= pattern.count, junction.withUnsafeBytes({ Self.contains($0, pattern) }) { return true }
+        if Self.contains(chunk, pattern) { return true }
+        carry = chunk.count >= keep ? Array(chunk.suffix(keep)) : Array((carry + chunk).suffix(keep))
+        return false
+    }
+
+    private static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
+        let last = haystack.count - needle.count
+        var start = 0
+        return needle.withUnsafeBytes { needleBytes in
+            while start <= last {
+                guard let hit = memchr(base + start, Int32(needle[0]), last - start + 1) else { return false }
+                let offset = base.distance(to: UnsafeRawPointer(hit))
+                if memcmp(base + offset, needleBytes.baseAddress!, needle.count) == 0 { return true }
+                start = offset + 1
             }
             return false
         }
-        carry = Array(window.suffix(pattern.count - 1))
-        return found
     }
 }

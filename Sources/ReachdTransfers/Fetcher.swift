@@ -171,6 +171,8 @@ final class Fetcher: Sendable {
             return .failure(OutcomeError(.failed(reason: "failed: TLS: \(error)")))
         } catch let error as FileError {
             return .failure(OutcomeError(.failed(reason: "failed: \(error)")))
+        } catch is UploadBody.BoundaryInFile {
+            return .failure(OutcomeError(.restart(reason: "the file contains the multipart boundary")))
         } catch {
             return .failure(OutcomeError(Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)))
         }
@@ -185,41 +187,45 @@ final class Fetcher: Sendable {
     /// Sends the file `fd` (`size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
     /// POST (with a boundary found in neither the file nor the fields), streamed; restarts from byte 0 each attempt.
     func upload(_ job: Job, fd: Int32, size: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
-        var request = HTTPClientRequest(url: job.url)
-        request.method = job.method == .post ? .POST : .PUT
-        request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
-        request.headers.add(name: "Connection", value: "close")
-        var prefix: [UInt8] = [], suffix: [UInt8] = []
-        if job.method == .post {
-            let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
-            var generator = SystemRandomNumberGenerator()
-            while true {
-                let form = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: job.fields,
-                                         fileField: job.fileField ?? "file", fileName: name)
-                if form.fieldsContainDelimiter { continue }
-                do {
-                    if try await fileContains(fd, form.delimiter) { continue }
-                } catch {
-                    return .failed(reason: "failed: \(error)")
-                }
-                request.headers.add(name: "Content-Type", value: form.mediaType)
-                prefix = form.head
-                suffix = form.tail
-                break
-            }
-        } else {
-            request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        }
+        var generator = SystemRandomNumberGenerator()
         let id = job.id
-        let body = UploadBody(prefix: prefix, fd: fd, size: size, suffix: suffix, pool: fileThreads) { sent in
-            await observer.progress(jobID: id, bytes: sent)
+        while true {
+            var request = HTTPClientRequest(url: job.url)
+            request.method = job.method == .post ? .POST : .PUT
+            request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
+            request.headers.add(name: "Connection", value: "close")
+            var prefix: [UInt8] = [], suffix: [UInt8] = [], delimiter: [UInt8]?
+            if job.method == .post {
+                let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
+                var form: MultipartForm
+                repeat {
+                    form = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: job.fields,
+                                         fileField: job.fileField ?? "file", fileName: name)
+                } while form.fieldsContainDelimiter
+                request.headers.add(name: "Content-Type", value: form.mediaType)
+                (prefix, suffix, delimiter) = (form.head, form.tail, form.delimiter)
+            } else {
+                request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            }
+            let body = UploadBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter, pool: fileThreads) { sent in
+                await observer.progress(jobID: id, bytes: sent)
+            }
+            request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
+            switch await send(request, for: job, credentials: credentials) {
+            case .failure(let error):
+                if case .restart = error.outcome {
+                    logger.info("upload \(id): the file contains the multipart boundary; sending again with another")
+                    continue
+                }
+                return error.outcome
+            case .success(let response):
+                return await answer(response)
+            }
         }
-        request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
-        let response: HTTPClientResponse
-        switch await send(request, for: job, credentials: credentials) {
-        case .failure(let error): return error.outcome
-        case .success(let answer): response = answer
-        }
+    }
+
+    /// An upload's outcome from the server's answer: its status and the first 1 KiB of its body.
+    private func answer(_ response: HTTPClientResponse) async -> FetchOutcome {
         var snippet: [UInt8] = []
         do {
             for try await chunk in response.body where snippet.count < 1024 {
@@ -291,23 +297,6 @@ final class Fetcher: Sendable {
         }
         if let length, writer.written != length { return .failed("connection closed after \(writer.written) of \(length) bytes") }
         return .stored(status: status, headers: response.headers, size: writer.written)
-    }
-
-    /// Whether `pattern` occurs in the file (read in 1 MiB blocks on a file thread).
-    private func fileContains(_ fd: Int32, _ pattern: [UInt8]) async throws -> Bool {
-        try await fileThreads.runIfActive {
-            var scanner = DelimiterScanner(pattern)
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            var offset: off_t = 0
-            while true {
-                let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
-                if n < 0 && errno == EINTR { continue }
-                guard n >= 0 else { throw FileError("reading the file to upload") }
-                if n == 0 { return false }
-                if scanner.feed(buffer[0..<n]) { return true }
-                offset += off_t(n)
-            }
-        }
     }
 
     /// Streams the body to the file; stops (after writing what arrived) when the task is cancelled.

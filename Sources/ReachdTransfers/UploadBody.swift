@@ -1,18 +1,25 @@
 import NIOCore
 import NIOPosix
+import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// An upload's request body, pulled by async-http-client as it can send: the text before the file, the
-/// file read in 256 KiB pieces on a file thread (never held whole), the text after it.
+/// file read in 256 KiB pieces on a file thread (never held whole), the text after it. With a multipart
+/// `delimiter`, each piece is searched for it as it is read: if the file contains it, the body stops with
+/// `BoundaryInFile` before the closing delimiter (the server never gets a complete, wrong body).
 struct UploadBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
+
+    /// The file contains the multipart boundary: the upload is sent again with another.
+    struct BoundaryInFile: Error {}
 
     let prefix: [UInt8]
     let fd: Int32
     let size: Int64
     let suffix: [UInt8]
+    let delimiter: [UInt8]?
     let pool: NIOThreadPool
     /// Told the file bytes handed over so far.
     let progress: @Sendable (Int64) async -> Void
@@ -26,8 +33,12 @@ struct UploadBody: AsyncSequence, Sendable {
         private var sentPrefix = false
         private var offset: Int64 = 0
         private var sentSuffix = false
+        private var scanner: DelimiterScanner?
 
-        init(body: UploadBody) { self.body = body }
+        init(body: UploadBody) {
+            self.body = body
+            scanner = body.delimiter.map(DelimiterScanner.init)
+        }
 
         mutating func next() async throws -> ByteBuffer? {
             if !sentPrefix {
@@ -36,16 +47,19 @@ struct UploadBody: AsyncSequence, Sendable {
             }
             if offset < body.size {
                 let count = Int(Swift.min(Int64(UploadBody.pieceBytes), body.size - offset))
-                let fd = body.fd, at = offset
-                let piece = try await body.pool.runIfActive { () throws -> ByteBuffer in
+                let fd = body.fd, at = offset, scanner = self.scanner
+                let (piece, scanned) = try await body.pool.runIfActive { () throws -> (ByteBuffer, DelimiterScanner?) in
                     var buffer = ByteBuffer()
                     try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
                         let n = pread(fd, raw.baseAddress, count, off_t(at))
                         guard n > 0 else { throw FileError(n == 0 ? "the file to upload got shorter" : "reading the file to upload") }
                         return n
                     }
-                    return buffer
+                    guard var scanner else { return (buffer, nil) }
+                    if scanner.feed(buffer.readableBytesView) { throw BoundaryInFile() }
+                    return (buffer, scanner)
                 }
+                self.scanner = scanned
                 offset += Int64(piece.readableBytes)
                 await body.progress(offset)
                 return piece

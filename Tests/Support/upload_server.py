@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Upload target for the integration tests: PUT stores the body, POST parses multipart/form-data and
-stores every part; each request is logged as a JSON line. Fault injection by query parameters:
+stores every part; each request is logged as a JSON line. /sink reads and drops the body (for the
+benchmark: nothing kept, 204 once all of it arrived). Fault injection by query parameters:
 rate=BYTES (read the body that slowly), status=CODE&times=N (answer CODE to the first N requests)."""
 import argparse, hashlib, json, os, sys, threading, time
 from email import policy
@@ -51,7 +52,21 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(len(chunk) / rate)
         return b"".join(chunks), received == length
 
+    def sink(self):
+        length, received = int(self.headers.get("Content-Length", "0")), 0
+        while received < length:
+            chunk = self.rfile.read(min(1 << 20, length - received))
+            if not chunk:
+                break
+            received += len(chunk)
+        self.send_response(204 if received == length else 400)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self.record(204, received, received == length)
+
     def handle_upload(self):
+        if urlsplit(self.path).path == "/sink":
+            return self.sink()
         query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
         key = self.path
         with lock:
