@@ -115,4 +115,30 @@ final class AuthIntegrationTests: XCTestCase {
         try lab.waitFor(allowed, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/p2.bin"), sum)
     }
+
+    func testEachUsersOwnNetrcIsReadAsThatUser() throws {
+        // No netrc in the configuration: each job's owner's ~/.netrc, read with the owner's permissions.
+        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\n")
+        let sum = try lab.serve("basic/own.bin", bytes: 30_000)
+        let user = "rdt\(getpid() % 100000)n"
+        let home = lab.lab.directory + "/home"
+        try lab.lab.run("useradd -M -d \(home) -s /usr/sbin/nologin \(user)")
+        defer { _ = try? lab.lab.run("userdel \(user)") }
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try "machine mirror.test login alice password \"\(Self.password)\"\n".write(toFile: home + "/.netrc", atomically: true, encoding: .utf8)
+        try lab.lab.run("chown -R \(user) \(home) && chmod 700 \(home) && chmod 600 \(home)/.netrc")
+
+        let added = try lab.download(["add", "https://mirror.test:8443/basic/own.bin", "--output", home + "/own.bin"], user: user)
+        XCTAssertEqual(added.status, 0, added.err)
+        let id = added.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let done = try lab.waitFor(id, "completed with the user's credentials") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(try lab.sha256(home + "/own.bin"), sum)
+
+        // Root's job for the same URL has no credentials of its own (root's ~/.netrc is not the user's).
+        let rootJob = try lab.add("https://mirror.test:8443/basic/own.bin", output: lab.out + "/root.bin")
+        let refused = try lab.waitFor(rootJob, "failed without credentials") { $0.state.isTerminal }
+        if FileManager.default.fileExists(atPath: "/root/.netrc") { throw XCTSkip("this machine's root has a ~/.netrc") }
+        XCTAssertEqual(refused.reason, "failed: server answered 401")
+    }
 }
