@@ -13,9 +13,11 @@ SYSUSERSDIR   ?= /usr/lib/sysusers.d
 DESTDIR       ?=
 ARGS          ?=
 TRANSFERS_ARGS ?=
-# Build and test dependencies from Debian (libsqlite3-dev for the job store, systemd for systemd-analyze,
-# python3 and nginx-light for test servers, curl for the transfer benchmark).
-DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps python3 nginx-light curl
+# Build and test dependencies from Debian (libsqlite3-dev for the job store, systemd for systemd-analyze and
+# busctl, dbus-daemon/dbus-bin for the private test bus, python3 and nginx-light for test servers, openssl
+# for the test CA, curl for the transfer benchmark).
+DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
+                python3 nginx-light openssl dbus-daemon dbus-bin curl
 
 .PHONY: deps build run test bench install clean
 
