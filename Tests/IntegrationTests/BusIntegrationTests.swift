@@ -43,7 +43,7 @@ final class BusIntegrationTests: XCTestCase {
         let monitor = Process()
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         monitor.arguments = ["--address", address, "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"]
-        FileManager.default.createFile(atPath: monitorLog, contents: nil)
+        _ = FileManager.default.createFile(atPath: monitorLog, contents: nil)
         monitor.standardOutput = FileHandle(forWritingAtPath: monitorLog)
         try monitor.run()
         defer { monitor.terminate() }

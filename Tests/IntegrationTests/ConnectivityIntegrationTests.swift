@@ -37,7 +37,7 @@ final class ConnectivityIntegrationTests: XCTestCase {
         try lab.peerIP("addr add 192.0.2.1/24 dev eth0")
         let script = lab.directory + "/server.py"
         try Self.serverScript.write(toFile: script, atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: requestLog, contents: nil)
+        _ = FileManager.default.createFile(atPath: requestLog, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = ["netns", "exec", lab.peer, "python3", script, requestLog]

@@ -32,7 +32,7 @@ final class PrivateBus {
         try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
         // In the foreground (--nofork), its address written to a file the test waits for.
         let output = directory + "/bus.out"
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         process.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--print-address=1"]

@@ -39,7 +39,7 @@ final class TransferBusIntegrationTests: XCTestCase {
         let monitor = Process()
         monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         monitor.arguments = ["--address", bus!.address, "type='signal',interface='org.reachd.Transfers1'"]
-        FileManager.default.createFile(atPath: monitorLog, contents: nil)
+        _ = FileManager.default.createFile(atPath: monitorLog, contents: nil)
         monitor.standardOutput = FileHandle(forWritingAtPath: monitorLog)
         try monitor.run()
         defer { monitor.terminate(); monitor.waitUntilExit() }

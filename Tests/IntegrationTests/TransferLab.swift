@@ -178,10 +178,10 @@ final class TransferLab {
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = args
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        if !FileManager.default.fileExists(atPath: daemonLog) { FileManager.default.createFile(atPath: daemonLog, contents: nil) }
-        let log = FileHandle(forWritingAtPath: daemonLog)
-        log?.seekToEndOfFile()
-        process.standardError = log
+        if !FileManager.default.fileExists(atPath: daemonLog) { _ = FileManager.default.createFile(atPath: daemonLog, contents: nil) }
+        let logFile = FileHandle(forWritingAtPath: daemonLog)
+        logFile?.seekToEndOfFile()
+        process.standardError = logFile
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         daemon = process
