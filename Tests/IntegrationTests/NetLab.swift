@@ -206,6 +206,10 @@ final class NetLab {
         return (process, LineReader(pipe.fileHandleForReading))
     }
 
+    /// Tests/Support/activate.py: socket activation as systemd does it (a listening socket as fd 3).
+    static let activateScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Support/activate.py").standardized.path
+
     /// A product built next to the test bundle (override with REACHD_BIN_DIR).
     static func binary(_ name: String) -> String {
         if let dir = ProcessInfo.processInfo.environment["REACHD_BIN_DIR"] { return dir + "/" + name }

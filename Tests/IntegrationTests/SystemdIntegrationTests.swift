@@ -78,19 +78,9 @@ final class SystemdIntegrationTests: XCTestCase {
     func testSocketActivation() throws {
         // What systemd does for reachd.socket: bind and listen, pass the socket as fd 3, LISTEN_PID=the service.
         let activated = lab.directory + "/activated.sock"
-        let wrapper = """
-            import os, socket, sys
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.bind(sys.argv[1]); s.listen(16)
-            if s.fileno() != 3: os.dup2(s.fileno(), 3)
-            os.set_inheritable(3, True)
-            os.environ["LISTEN_FDS"] = "1"; os.environ["LISTEN_PID"] = str(os.getpid())
-            os.execv(sys.argv[2], sys.argv[2:])
-            """
-        try wrapper.write(toFile: lab.directory + "/activate.py", atomically: true, encoding: .utf8)
         // The daemon's own --socket path is ignored when a socket is passed; the lab pings the activated one.
         try FileManager.default.createSymbolicLink(atPath: lab.socketPath, withDestinationPath: activated)
-        try lab.startDaemon(wrapper: ["python3", lab.directory + "/activate.py", activated])
+        try lab.startDaemon(wrapper: ["python3", NetLab.activateScript, activated])
         let client = try ReachdConnection(path: activated)
         XCTAssertEqual(try client.verdict(for: Request(op: .status), timeout: 5).verdict.status, .wired)
         XCTAssertTrue(lab.log.contains("listening on the socket systemd passed (fd 3)"), lab.log)

@@ -58,6 +58,22 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertTrue(show.out.contains("\"bytesTotal\":4194304"), show.out)
     }
 
+    func testSocketActivation() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        let activated = lab.lab.directory + "/activated.sock"
+        // The daemon's own --socket path is ignored when a socket is passed; the lab's path leads to the activated one.
+        try FileManager.default.createSymbolicLink(atPath: lab.socketPath, withDestinationPath: activated)
+        try lab.startDaemon(config: config, wrapper: ["python3", NetLab.activateScript, activated])
+        let sum = try lab.serve("a.bin", bytes: 1000)
+        let id = try lab.add(lab.url("a.bin"), output: lab.out + "/a.bin")
+        try lab.waitFor(id, "completed") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/a.bin"), sum)
+        XCTAssertTrue(lab.log.contains("listening on the socket systemd passed (fd 3)"), lab.log)
+        lab.stopDaemon()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: activated), "the socket belongs to systemd and stays")
+    }
+
     func testUnreachableServerIsWaitedForWithoutRequests() throws {
         try start(eth0: false)
         try lab.lab.ip("route del default dev wwan0")

@@ -164,8 +164,9 @@ final class TransferLab {
     // MARK: The transfer service
 
     /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it answers.
-    func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
-        var args = ["netns", "exec", lab.host, NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
+    /// `wrapper`: a command that execs the rest (socket activation).
+    func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) throws {
+        var args = ["netns", "exec", lab.host] + wrapper + [NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
                     "--cache-dir", lab.directory + "/cache",
                     "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
             + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
