@@ -24,8 +24,8 @@ public enum SocketFileError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Prepares a path for binding: creates the parent directory, removes a stale socket, refuses a live one.
-enum SocketFile {
-    static func prepare(path: String) throws {
+package enum SocketFile {
+    package static func prepare(path: String) throws {
         guard path.utf8.count < 108 else { throw SocketFileError.pathTooLong(path) }
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             let directory = String(path[..<slash])

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import ReachdDaemon
 import ReachdProtocol
 import ReachdTransferModel
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ final class TransferServer: Sendable {
     private let path: String?
     private let logger: Logger
 
-    init(endpoint: Endpoint, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) async throws {
+    init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) async throws {
         self.logger = logger
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -31,7 +32,7 @@ final class TransferServer: Sendable {
             }
         switch endpoint {
         case .path(let path):
-            try PathSocket.prepare(path)
+            try SocketFile.prepare(path: path)
             channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
             chmod(path, 0o666)
             self.path = path
@@ -41,11 +42,6 @@ final class TransferServer: Sendable {
             path = nil
             logger.info("listening on the socket systemd passed (fd \(fd))")
         }
-    }
-
-    enum Endpoint: Sendable {
-        case path(String)
-        case activated(fd: Int32)
     }
 
     func shutdown() async {
@@ -72,27 +68,6 @@ struct PeerCredentials: Sendable {
     var pid: Int32 = 0
     var uid: UInt32 = 0
     var gid: UInt32 = 0
-}
-
-/// Binding a path: a stale socket file is replaced, a live one (another daemon) is refused.
-enum PathSocket {
-    static func prepare(_ path: String) throws {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw FileError("\(path) exists and is not a socket", errno: EEXIST) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            _ = path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected != 0 else { throw FileError("another reachd-transfers is listening on \(path)", errno: EADDRINUSE) }
-        unlink(path)
-    }
 }
 
 /// One client: frames lines, hands requests to a per-connection task that answers them in order.

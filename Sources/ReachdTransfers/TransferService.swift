@@ -55,7 +55,7 @@ public enum TransferService {
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
         try network.start()
         try await scheduler.load()
-        let endpoint: TransferServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
+        let endpoint: SocketServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
         try makeDirectory(options.cacheDirectory, mode: 0o755)
         let cache = OfflineCache(
             store: store, files: files, fetcher: fetcher, hosts: hosts,
