@@ -112,7 +112,7 @@ final class Fetcher: Sendable {
         request.headers.add(name: "Connection", value: "close")
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
         let response: HTTPClientResponse
-        switch await send(request, for: job, credentials: credentials) {
+        switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
         case .failure(let error): return error.outcome
         case .success(let answer): response = answer
         }
@@ -152,10 +152,11 @@ final class Fetcher: Sendable {
 
     /// Sends `request` (with the credentials, over https or when the job allows plain http); a failure is
     /// the job's outcome.
-    private func send(_ request: HTTPClientRequest, for job: Job, credentials: Credentials?) async -> Result<HTTPClientResponse, OutcomeError> {
+    private func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool) async
+        -> Result<HTTPClientResponse, OutcomeError> {
         var request = request
         if let credentials {
-            guard job.url.lowercased().hasPrefix("https:") || job.allowInsecureAuth else {
+            guard request.url.lowercased().hasPrefix("https:") || allowInsecureAuth else {
                 return .failure(OutcomeError(.failed(reason: "failed: the netrc has credentials for this server but the URL is plain http; "
                     + "use https, or --allow-insecure-auth to send them readable")))
             }
@@ -211,7 +212,7 @@ final class Fetcher: Sendable {
                 await observer.progress(jobID: id, bytes: sent)
             }
             request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
-            switch await send(request, for: job, credentials: credentials) {
+            switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
             case .failure(let error):
                 if case .restart = error.outcome {
                     logger.info("upload \(id): the file contains the multipart boundary; sending again with another")
@@ -254,18 +255,15 @@ final class Fetcher: Sendable {
     }
 
     /// GETs `url` into `fd` for the offline cache: conditional on `cached` validators, giving up on bodies over `limit`.
-    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, fd: Int32, credentials: Credentials?,
-                     owner: Owner) async -> CacheFetch {
+    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, fd: Int32, credentials: Credentials?) async -> CacheFetch {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
         request.headers.add(name: "Connection", value: "close")
         if let etag = cached?.etag { request.headers.add(name: "If-None-Match", value: etag) }
         else if let date = cached?.lastModified { request.headers.add(name: "If-Modified-Since", value: date) }
-        var job = Job(id: "0", sequence: 0, spec: DownloadSpec(url: url, output: "/"), owner: owner, created: .now())
-        job.allowInsecureAuth = false
         let response: HTTPClientResponse
-        switch await send(request, for: job, credentials: credentials) {
+        switch await send(request, credentials: credentials, allowInsecureAuth: false) {
         case .failure(let error):
             if case .failed(let reason) = error.outcome { return .failed(reason) }
             if case .retry(let reason, _) = error.outcome { return .failed(reason) }

@@ -39,17 +39,8 @@ actor OfflineCache {
     }
 
     func fetch(_ url: String, owner: Owner) async throws(ProtocolError) -> FetchResult {
-        guard let key = CacheKey.key(method: "GET", url: url), let host = try? TransferURL(url).host else {
-            do {
-                _ = try TransferURL(url)
-            } catch {
-                throw ProtocolError(.invalidURL, error.description)
-            }
-            throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"")
-        }
-        guard files.canServe(owner) else {
-            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
-        }
+        let host = try TransferScheduler.admit(url: url, owner: owner, files: files)
+        guard let key = CacheKey.key(method: "GET", url: url) else { throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"") }
         let flight = "\(owner.uid) \(key)"
         let task: Task<Result<FetchResult, ProtocolError>, Never>
         if let running = inflight[flight] {
@@ -97,7 +88,7 @@ actor OfflineCache {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
         let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: limit, fd: fd,
-                                                credentials: await credentials.credentials(for: url, owner: owner), owner: owner)
+                                                credentials: await credentials.credentials(for: url, owner: owner))
         close(fd)
         switch outcome {
         case .notModified(let headers):

@@ -136,20 +136,51 @@ actor TransferScheduler: FetchObserver {
         }
     }
 
-    /// The URL is one we can transfer and the daemon can act for the owner.
-    private func admit(url: String, owner: Owner) throws(ProtocolError) {
+    /// The URL is one we can transfer and the daemon can act for the owner; returns the URL's host.
+    nonisolated static func admit(url: String, owner: Owner, files: UserFiles) throws(ProtocolError) -> String {
+        let host: String
         do {
-            _ = try TransferURL(url)
+            host = try TransferURL(url).host
         } catch {
             throw ProtocolError(.invalidURL, error.description)
         }
         guard files.canServe(owner) else {
             throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
         }
+        return host
+    }
+
+    /// A file operation's failure as the client sees it: permissions, or a path that cannot be used.
+    private static func refusal(_ error: any Error) -> ProtocolError {
+        guard let error = error as? FileError else { return ProtocolError(.internalError, "\(error)") }
+        return ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)")
+    }
+
+    /// A new job's id and its place in the queue.
+    private func nextJobIdentity() -> (id: String, sequence: Int64) {
+        var generator = SystemRandomNumberGenerator()
+        defer { nextSequence += 1 }
+        return (Job.newID(using: &generator), nextSequence)
+    }
+
+    /// Stores a new job (running `undo` when that fails) and starts following it.
+    private func enqueue(_ job: Job, undo: () async -> Void = {}) async throws(ProtocolError) -> Job {
+        do {
+            try store.save(job)
+        } catch {
+            await undo()
+            throw ProtocolError(.internalError, "the job store could not be written: \(error)")
+        }
+        jobs[job.id] = job
+        logger.info("\(job.kind.rawValue) \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.output)", "uid": "\(job.owner.uid)"])
+        notify(job)
+        watchHost(of: job)
+        reschedule()
+        return jobs[job.id] ?? job
     }
 
     func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
-        try admit(url: spec.url, owner: owner)
+        _ = try Self.admit(url: spec.url, owner: owner, files: files)
         do {
             try OutputPath.validate(spec.output)
         } catch {
@@ -158,59 +189,32 @@ actor TransferScheduler: FetchObserver {
         if let clash = jobs.values.first(where: { !$0.state.isTerminal && $0.output == spec.output }) {
             throw ProtocolError(.conflict, "job \(clash.id) is already downloading to \(spec.output)")
         }
-        var generator = SystemRandomNumberGenerator()
-        let job = Job(id: Job.newID(using: &generator), sequence: nextSequence, spec: spec, owner: owner, created: .now())
-        nextSequence += 1
+        let identity = nextJobIdentity()
+        let job = Job(id: identity.id, sequence: identity.sequence, spec: spec, owner: owner, created: .now())
         do {
             try await files.createPartial(for: job)
-        } catch let error as FileError {
-            throw ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)")
         } catch {
-            throw ProtocolError(.internalError, "\(error)")
+            throw Self.refusal(error)
         }
-        do {
-            try store.save(job)
-        } catch {
-            await files.removePartial(of: job)
-            throw ProtocolError(.internalError, "the job store could not be written: \(error)")
-        }
-        jobs[job.id] = job
-        logger.info("job \(job.id) added", metadata: ["url": "\(job.url)", "output": "\(job.output)", "uid": "\(owner.uid)"])
-        notify(job)
-        watchHost(of: job)
-        reschedule()
-        return jobs[job.id] ?? job
+        return try await enqueue(job) { await self.files.removePartial(of: job) }
     }
 
     /// Queues an upload of a file the owner can read.
     func addUpload(_ spec: UploadSpec, owner: Owner) async throws(ProtocolError) -> Job {
-        try admit(url: spec.url, owner: owner)
+        _ = try Self.admit(url: spec.url, owner: owner, files: files)
         guard spec.file.hasPrefix("/"), !spec.file.hasSuffix("/"), !spec.file.utf8.contains(0) else {
             throw ProtocolError(.invalidOutput, "invalid file \"\(spec.file.prefix(200))\": must be an absolute path to a file")
         }
         let size: Int64
         do {
             size = try await files.readableSize(of: spec.file, as: owner)
-        } catch let error as FileError {
-            throw ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)")
         } catch {
-            throw ProtocolError(.internalError, "\(error)")
+            throw Self.refusal(error)
         }
-        var generator = SystemRandomNumberGenerator()
-        var job = Job(id: Job.newID(using: &generator), sequence: nextSequence, upload: spec, owner: owner, created: .now())
+        let identity = nextJobIdentity()
+        var job = Job(id: identity.id, sequence: identity.sequence, upload: spec, owner: owner, created: .now())
         job.bytesTotal = size
-        nextSequence += 1
-        do {
-            try store.save(job)
-        } catch {
-            throw ProtocolError(.internalError, "the job store could not be written: \(error)")
-        }
-        jobs[job.id] = job
-        logger.info("upload \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.output)", "uid": "\(owner.uid)"])
-        notify(job)
-        watchHost(of: job)
-        reschedule()
-        return jobs[job.id] ?? job
+        return try await enqueue(job)
     }
 
     func list(owner: Owner) -> [Job] {
