@@ -1,57 +1,75 @@
 /// Where the daemon's socket lives when no path is given.
 public enum SocketPath {
+    static let rules = SocketRules(system: "/run/reachd/reachd.sock", fileName: "reachd.sock", variable: "REACHD_SOCKET")
+
     /// The system daemon's socket.
-    public static let system = "/run/reachd/reachd.sock"
+    public static let system = rules.system
 
     /// `/run/reachd/reachd.sock` for root, else `$XDG_RUNTIME_DIR/reachd.sock`; nil when neither applies.
     public static func defaultPath(uid: UInt32, environment: [String: String]) -> String? {
-        if uid == 0 { return system }
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        return runtime.hasSuffix("/") ? runtime + "reachd.sock" : runtime + "/reachd.sock"
+        rules.defaultPath(uid: uid, environment: environment)
     }
 
     /// The client's choice: an explicit path, then `REACHD_SOCKET`, then the system socket if it exists
     /// or the per-user default.
     public static func clientPath(explicit: String?, uid: UInt32, environment: [String: String], exists: (String) -> Bool) -> String? {
-        if let explicit, !explicit.isEmpty { return explicit }
-        if let fromEnvironment = environment["REACHD_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
-        if exists(system) { return system }
-        return defaultPath(uid: uid, environment: environment)
+        rules.clientPath(explicit: explicit, uid: uid, environment: environment, exists: exists)
     }
 }
 
-/// Where the transfer service's (`reachd-transfers`) socket lives.
+/// Where the transfer service's (`reachd-transfers`) socket and directories live.
 public enum TransferSocketPath {
-    public static let system = "/run/reachd/transfers.sock"
+    static let rules = SocketRules(system: "/run/reachd/transfers.sock", fileName: "reachd-transfers.sock", variable: "REACHD_TRANSFERS_SOCKET")
+
+    public static let system = rules.system
 
     /// `/run/reachd/transfers.sock` for root, else `$XDG_RUNTIME_DIR/reachd-transfers.sock`.
     public static func defaultPath(uid: UInt32, environment: [String: String]) -> String? {
-        if uid == 0 { return system }
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        return runtime.hasSuffix("/") ? runtime + "reachd-transfers.sock" : runtime + "/reachd-transfers.sock"
+        rules.defaultPath(uid: uid, environment: environment)
     }
 
     /// An explicit path, then `REACHD_TRANSFERS_SOCKET`, then the system socket if it exists, else the per-user one.
     public static func clientPath(explicit: String?, uid: UInt32, environment: [String: String], exists: (String) -> Bool) -> String? {
-        if let explicit, !explicit.isEmpty { return explicit }
-        if let fromEnvironment = environment["REACHD_TRANSFERS_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
-        if exists(system) { return system }
-        return defaultPath(uid: uid, environment: environment)
+        rules.clientPath(explicit: explicit, uid: uid, environment: environment, exists: exists)
     }
 
     /// The offline cache: /var/cache/reachd for root, else `$XDG_CACHE_HOME/reachd` (default ~/.cache/reachd).
     public static func cacheDirectory(uid: UInt32, environment: [String: String]) -> String? {
-        if uid == 0 { return "/var/cache/reachd" }
-        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") { return cache + "/reachd" }
-        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
-        return home + "/.cache/reachd"
+        userDirectory(uid: uid, root: "/var/cache/reachd", variable: "XDG_CACHE_HOME", underHome: ".cache", environment: environment)
     }
 
     /// The state directory: /var/lib/reachd for root, else `$XDG_STATE_HOME/reachd` (default ~/.local/state/reachd).
     public static func stateDirectory(uid: UInt32, environment: [String: String]) -> String? {
-        if uid == 0 { return "/var/lib/reachd" }
-        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/reachd" }
+        userDirectory(uid: uid, root: "/var/lib/reachd", variable: "XDG_STATE_HOME", underHome: ".local/state", environment: environment)
+    }
+
+    /// `root` for root, else `$variable/reachd`, else `$HOME/underHome/reachd` (XDG base directories).
+    private static func userDirectory(uid: UInt32, root: String, variable: String, underHome: String,
+                                      environment: [String: String]) -> String? {
+        if uid == 0 { return root }
+        if let base = environment[variable], base.hasPrefix("/") { return base + "/reachd" }
         guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
-        return home + "/.local/state/reachd"
+        return "\(home)/\(underHome)/reachd"
+    }
+}
+
+/// How a client finds a socket: the system one for root, else the one in `$XDG_RUNTIME_DIR`, unless an
+/// explicit path or the environment variable names it.
+struct SocketRules {
+    let system: String
+    let fileName: String
+    let variable: String
+
+    func defaultPath(uid: UInt32, environment: [String: String]) -> String? {
+        if uid == 0 { return system }
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
+        return runtime.hasSuffix("/") ? runtime + fileName : runtime + "/" + fileName
+    }
+
+    func clientPath(explicit: String?, uid: UInt32, environment: [String: String], exists: (String) -> Bool) -> String? {
+        if let explicit, !explicit.isEmpty { return explicit }
+        if let fromEnvironment = environment[variable], !fromEnvironment.isEmpty { return fromEnvironment }
+        if exists(system) { return system }
+        return defaultPath(uid: uid, environment: environment)
     }
 }

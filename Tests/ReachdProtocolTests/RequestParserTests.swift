@@ -86,5 +86,15 @@ final class RequestParserTests: XCTestCase {
         XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: ["REACHD_SOCKET": "/y"], exists: { _ in true }), "/y")
         XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: [:], exists: { _ in true }), "/run/reachd/reachd.sock")
         XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: ["XDG_RUNTIME_DIR": "/r"], exists: { _ in false }), "/r/reachd.sock")
+        XCTAssertEqual(TransferSocketPath.defaultPath(uid: 0, environment: [:]), "/run/reachd/transfers.sock")
+        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, uid: 1000, environment: ["REACHD_TRANSFERS_SOCKET": "/t", "REACHD_SOCKET": "/y"],
+                                                     exists: { _ in true }), "/t")
+        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, uid: 1000, environment: ["XDG_RUNTIME_DIR": "/r/"], exists: { _ in false }),
+                       "/r/reachd-transfers.sock")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 0, environment: [:]), "/var/lib/reachd")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 1000, environment: ["HOME": "/home/u"]), "/home/u/.local/state/reachd")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["XDG_CACHE_HOME": "/c", "HOME": "/home/u"]), "/c/reachd")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["HOME": "/home/u"]), "/home/u/.cache/reachd")
+        XCTAssertNil(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["XDG_CACHE_HOME": "relative"]))
     }
 }
