@@ -65,16 +65,7 @@ public final class SocketServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: logger))
                 }
             }
-        switch endpoint {
-        case .path(let path):
-            try SocketFile.prepare(path: path)
-            channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
-            chmod(path, 0o666)
-            logger.info("listening on \(path)")
-        case .activated(let fd):
-            channel = try await bootstrap.withBoundSocket(fd).get()
-            logger.info("listening on the socket systemd passed (fd \(fd))")
-        }
+        channel = try await endpoint.bind(bootstrap, logger: logger)
         // Each event is encoded once and handed to every event loop in one task per batch.
         let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { [registries] batch in
             let events = batch.map {
@@ -92,9 +83,32 @@ public final class SocketServer: Sendable {
     public func shutdown() async {
         hub.removeObserver(observer)
         try? await channel.close()
-        if case .path(let path) = endpoint {
-            unlink(path)
-            logger.info("socket \(path) closed and removed")
+        endpoint.removeFile(logger: logger)
+    }
+}
+
+extension SocketServer.Endpoint {
+    /// Binds `bootstrap` here: a path is prepared (a stale socket replaced, a live one refused) and opened
+    /// to every local user; a socket systemd passed is taken as it is.
+    package func bind(_ bootstrap: ServerBootstrap, logger: Logger) async throws -> any Channel {
+        switch self {
+        case .path(let path):
+            try SocketFile.prepare(path: path)
+            let channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            chmod(path, 0o666)
+            logger.info("listening on \(path)")
+            return channel
+        case .activated(let fd):
+            let channel = try await bootstrap.withBoundSocket(fd).get()
+            logger.info("listening on the socket systemd passed (fd \(fd))")
+            return channel
         }
+    }
+
+    /// After the channel is closed: removes a path's socket file (one systemd passed stays).
+    package func removeFile(logger: Logger) {
+        guard case .path(let path) = self else { return }
+        unlink(path)
+        logger.info("socket \(path) closed and removed")
     }
 }

@@ -12,7 +12,7 @@ import Glibc
 /// requests run in order; the caller's identity is the socket's peer credentials.
 final class TransferServer: Sendable {
     private let channel: any Channel
-    private let path: String?
+    private let endpoint: SocketServer.Endpoint
     private let logger: Logger
 
     init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) async throws {
@@ -30,23 +30,13 @@ final class TransferServer: Sendable {
                     try child.pipeline.syncOperations.addHandler(TransferConnection(owner: owner, scheduler: scheduler, cache: cache, logger: logger))
                 }
             }
-        switch endpoint {
-        case .path(let path):
-            try SocketFile.prepare(path: path)
-            channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
-            chmod(path, 0o666)
-            self.path = path
-            logger.info("listening on \(path)")
-        case .activated(let fd):
-            channel = try await bootstrap.withBoundSocket(fd).get()
-            path = nil
-            logger.info("listening on the socket systemd passed (fd \(fd))")
-        }
+        channel = try await endpoint.bind(bootstrap, logger: logger)
+        self.endpoint = endpoint
     }
 
     func shutdown() async {
         try? await channel.close()
-        if let path { unlink(path) }
+        endpoint.removeFile(logger: logger)
     }
 
     /// The peer's uid, gid and the user's supplementary groups from the user database.
