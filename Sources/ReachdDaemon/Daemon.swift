@@ -11,7 +11,8 @@ import Glibc
 
 /// Everything `reachd` needs to start.
 public struct DaemonOptions: Sendable {
-    public var socketPath: String
+    /// Where to bind when systemd passes no socket (nil: only a passed socket will do).
+    public var socketPath: String?
     public var configuration: Configuration
     public var watcher: NetlinkWatcher.Options
     public var limits: SocketServer.Limits
@@ -20,7 +21,7 @@ public struct DaemonOptions: Sendable {
     /// The bus where NetworkManager's metered flags are read (none: not at all).
     public var networkManager: BusService.Bus
 
-    public init(socketPath: String, configuration: Configuration = Configuration(),
+    public init(socketPath: String?, configuration: Configuration = Configuration(),
                 watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init(), bus: BusService.Bus = .system,
                 networkManager: BusService.Bus = .system) {
         self.socketPath = socketPath
@@ -55,7 +56,7 @@ public enum Daemon {
         }
         let server: SocketServer
         do {
-            let endpoint: SocketServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
+            let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
             server = try await SocketServer(
                 endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
                 limits: options.limits, logger: logger

@@ -23,6 +23,16 @@ public final class SocketServer: Sendable {
     public enum Endpoint: Sendable {
         case path(String)
         case activated(fd: Int32)
+
+        /// The socket systemd passed if there is one, else `path`. Without either there is nothing to serve
+        /// on: a unit must pass its socket, a user's daemon needs `--socket` or `XDG_RUNTIME_DIR`.
+        package static func resolve(path: String?) throws -> Endpoint {
+            if let fd = try Systemd.activatedSocket() { return .activated(fd: fd) }
+            guard let path else {
+                throw SocketFileError.activation("no socket was passed, and no path is known: pass --socket PATH or set XDG_RUNTIME_DIR")
+            }
+            return .path(path)
+        }
     }
 
     public let endpoint: Endpoint

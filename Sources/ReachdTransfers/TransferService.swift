@@ -11,7 +11,8 @@ import Glibc
 
 /// Everything `reachd-transfers` needs to start.
 public struct TransferServiceOptions: Sendable {
-    public var socketPath: String
+    /// Where to bind when systemd passes no socket (nil: only a passed socket will do).
+    public var socketPath: String?
     public var stateDirectory: String
     /// Where the offline cache keeps bodies (a directory per user inside).
     public var cacheDirectory: String
@@ -22,7 +23,7 @@ public struct TransferServiceOptions: Sendable {
     /// The bus where NetworkManager's metered flags are read (none: not at all).
     public var networkManager: BusService.Bus
 
-    public init(socketPath: String, stateDirectory: String, cacheDirectory: String, configuration: Configuration,
+    public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration,
                 watcher: NetlinkWatcher.Options = .init(),
                 bus: BusService.Bus = .system, networkManager: BusService.Bus = .system) {
         self.bus = bus
@@ -55,7 +56,7 @@ public enum TransferService {
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
         try network.start()
         try await scheduler.load()
-        let endpoint: SocketServer.Endpoint = try Systemd.activatedSocket().map { .activated(fd: $0) } ?? .path(options.socketPath)
+        let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
         try makeDirectory(options.cacheDirectory, mode: 0o755)
         let cache = OfflineCache(
             store: store, files: files, fetcher: fetcher, hosts: hosts,

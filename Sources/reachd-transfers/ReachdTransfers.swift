@@ -34,10 +34,10 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Unix socket path. Default: /run/reachd/transfers.sock as root, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
     var socket: String?
 
-    @Option(help: "State directory (the job table). Default: /var/lib/reachd as root, else $XDG_STATE_HOME/reachd.")
+    @Option(help: "State directory (the job table). Default: $STATE_DIRECTORY (systemd), else /var/lib/reachd-transfers as root, else $XDG_STATE_HOME/reachd.")
     var stateDir: String?
 
-    @Option(help: "Offline cache directory. Default: /var/cache/reachd as root, else $XDG_CACHE_HOME/reachd.")
+    @Option(help: "Offline cache directory. Default: $CACHE_DIRECTORY (systemd), else /var/cache/reachd-transfers as root, else $XDG_CACHE_HOME/reachd.")
     var cacheDir: String?
 
     @Option(help: "Configuration file (TOML), the same as reachd's; [downloads] sets the metered threshold and concurrency.")
@@ -65,12 +65,11 @@ struct TransfersCommand: AsyncParsableCommand {
         DaemonStartup.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "reachd-transfers")
         var environment: [String: String] = [:]
-        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "HOME"] {
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "HOME", "STATE_DIRECTORY", "CACHE_DIRECTORY"] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
-        guard let path = socket ?? TransferSocketPath.defaultPath(uid: getuid(), environment: environment) else {
-            throw ValidationError("no socket path: pass --socket PATH or set XDG_RUNTIME_DIR")
-        }
+        // nil for a system user without XDG_RUNTIME_DIR: then only a socket systemd passes will do.
+        let path = socket ?? TransferSocketPath.defaultPath(uid: getuid(), environment: environment)
         guard let state = stateDir ?? TransferSocketPath.stateDirectory(uid: getuid(), environment: environment), state.hasPrefix("/") else {
             throw ValidationError("no state directory: pass --state-dir PATH (absolute) or set XDG_STATE_HOME")
         }

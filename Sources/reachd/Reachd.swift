@@ -72,9 +72,8 @@ struct Reachd: AsyncParsableCommand {
         let logger = Logger(label: "reachd")
         var environment: [String: String] = [:]
         if let runtime = getenv("XDG_RUNTIME_DIR") { environment["XDG_RUNTIME_DIR"] = String(cString: runtime) }
-        guard let path = socket ?? SocketPath.defaultPath(uid: getuid(), environment: environment) else {
-            throw ValidationError("no socket path: pass --socket PATH or set XDG_RUNTIME_DIR")
-        }
+        // nil for a system user without XDG_RUNTIME_DIR: then only a socket systemd passes will do.
+        let path = socket ?? SocketPath.defaultPath(uid: getuid(), environment: environment)
         guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
         do {
             try await Daemon.run(
