@@ -33,19 +33,28 @@ public enum TransferSocketPath {
         rules.clientPath(explicit: explicit, uid: uid, environment: environment, exists: exists)
     }
 
-    /// The offline cache: /var/cache/reachd for root, else `$XDG_CACHE_HOME/reachd` (default ~/.cache/reachd).
+    /// The offline cache: the unit's `CacheDirectory=` (`$CACHE_DIRECTORY`), else /var/cache/reachd-transfers
+    /// for root, else `$XDG_CACHE_HOME/reachd` (default ~/.cache/reachd).
     public static func cacheDirectory(uid: UInt32, environment: [String: String]) -> String? {
-        userDirectory(uid: uid, root: "/var/cache/reachd", variable: "XDG_CACHE_HOME", underHome: ".cache", environment: environment)
+        userDirectory(uid: uid, fromUnit: "CACHE_DIRECTORY", root: "/var/cache/reachd-transfers", variable: "XDG_CACHE_HOME",
+                      underHome: ".cache", environment: environment)
     }
 
-    /// The state directory: /var/lib/reachd for root, else `$XDG_STATE_HOME/reachd` (default ~/.local/state/reachd).
+    /// The state directory: the unit's `StateDirectory=` (`$STATE_DIRECTORY`), else /var/lib/reachd-transfers
+    /// for root, else `$XDG_STATE_HOME/reachd` (default ~/.local/state/reachd).
     public static func stateDirectory(uid: UInt32, environment: [String: String]) -> String? {
-        userDirectory(uid: uid, root: "/var/lib/reachd", variable: "XDG_STATE_HOME", underHome: ".local/state", environment: environment)
+        userDirectory(uid: uid, fromUnit: "STATE_DIRECTORY", root: "/var/lib/reachd-transfers", variable: "XDG_STATE_HOME",
+                      underHome: ".local/state", environment: environment)
     }
 
-    /// `root` for root, else `$variable/reachd`, else `$HOME/underHome/reachd` (XDG base directories).
-    private static func userDirectory(uid: UInt32, root: String, variable: String, underHome: String,
+    /// The directory systemd made for the unit (the first of a colon-separated list), else `root` for root,
+    /// else `$variable/reachd`, else `$HOME/underHome/reachd` (XDG base directories).
+    private static func userDirectory(uid: UInt32, fromUnit: String, root: String, variable: String, underHome: String,
                                       environment: [String: String]) -> String? {
+        if let unitDirectories = environment[fromUnit], let first = unitDirectories.split(separator: ":").first,
+           first.hasPrefix("/") {
+            return String(first)
+        }
         if uid == 0 { return root }
         if let base = environment[variable], base.hasPrefix("/") { return base + "/reachd" }
         guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }

@@ -157,7 +157,8 @@ actor OfflineCache {
         for victim in victims {
             guard let entry = byKey[victim] else { continue }
             try? store.deleteCacheEntry(uid: entry.uid, key: entry.key)
-            await files.remove(entry.file, as: Owner(uid: geteuid(), gid: getegid()))
+            // As its owner: the directory is theirs and closed, and the unit keeps no CAP_DAC_OVERRIDE.
+            await files.remove(entry.file, as: Owner(uid: entry.uid, gid: getegid()))
             logger.debug("cache: evicted \(entry.url) (\(entry.size) bytes)")
         }
     }
@@ -165,7 +166,11 @@ actor OfflineCache {
     /// `DIR/UID`, owned by the user and closed to everyone else.
     private func makeUserDirectory(_ path: String, owner: Owner) throws {
         if mkdir(path, 0o700) == 0 {
-            if geteuid() == 0 { chown(path, owner.uid, owner.gid) }
+            guard geteuid() != 0 || chown(path, owner.uid, owner.gid) == 0 else {
+                let reason = String(cString: strerror(errno))
+                rmdir(path)
+                throw FileError("cannot hand the cache directory \(path) to uid \(owner.uid): \(reason)")
+            }
         } else if errno != EEXIST {
             throw FileError("cannot create the cache directory \(path)")
         }

@@ -91,7 +91,11 @@ final class RequestParserTests: XCTestCase {
                                                      exists: { _ in true }), "/t")
         XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, uid: 1000, environment: ["XDG_RUNTIME_DIR": "/r/"], exists: { _ in false }),
                        "/r/reachd-transfers.sock")
-        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 0, environment: [:]), "/var/lib/reachd")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 0, environment: [:]), "/var/lib/reachd-transfers")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 0, environment: ["STATE_DIRECTORY": "/var/lib/x:/var/lib/y"]), "/var/lib/x")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["CACHE_DIRECTORY": "/var/cache/x", "HOME": "/home/u"]),
+                       "/var/cache/x")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 0, environment: ["CACHE_DIRECTORY": "relative"]), "/var/cache/reachd-transfers")
         XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 1000, environment: ["HOME": "/home/u"]), "/home/u/.local/state/reachd")
         XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["XDG_CACHE_HOME": "/c", "HOME": "/home/u"]), "/c/reachd")
         XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["HOME": "/home/u"]), "/home/u/.cache/reachd")
