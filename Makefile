@@ -4,6 +4,9 @@
 
 SWIFT         ?= swift
 CONFIGURATION ?= release
+# Extra `swift build` flags (make deb adds --static-swift-stdlib).
+SWIFT_BUILD_FLAGS ?=
+VERSION       := 0.1.0
 PREFIX        ?= /usr/local
 BINDIR        ?= $(PREFIX)/bin
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
@@ -15,15 +18,20 @@ ARGS          ?=
 TRANSFERS_ARGS ?=
 # Build and test dependencies from Debian (libsqlite3-dev for the job store, systemd for systemd-analyze and
 # busctl, dbus-daemon/dbus-bin for the private test bus, python3 and nginx-light for test servers, openssl
-# for the test CA, curl for the transfer benchmark).
+# for the test CA, curl for the transfer benchmark, network-manager and dnsmasq-base for the real
+# NetworkManager and its DHCP server in the metered-source tests).
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
-                python3 nginx-light openssl dbus-daemon dbus-bin curl
+                python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base
+# make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
+# Debian with systemd as PID 1.
+PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
+SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
-.PHONY: deps build run test bench install clean
+.PHONY: deps build run test bench install deb systemtest clean
 
 deps:
 	@command -v $(SWIFT) >/dev/null || { echo "make: the Swift 6 toolchain is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 2; }
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(DEB_PACKAGES) $(EXTRA_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" != 0 ]; then echo "make: missing packages: $$missing (run as root, or apt-get install them)" >&2; exit 2; fi; \
 	  echo "installing: $$missing"; \
@@ -31,7 +39,7 @@ deps:
 	fi
 
 build: deps
-	$(SWIFT) build -c $(CONFIGURATION)
+	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS)
 
 # reachd in the foreground, reachd-transfers (downloads) beside it for as long as reachd runs.
 run: build
@@ -49,7 +57,7 @@ bench: deps
 # Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
 # activation file and interface description, and the example configuration; DESTDIR-aware.
 install: build
-	bin=$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path) && \
+	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
 	install -m 0755 $$bin/reachd $$bin/reachctl $$bin/reachd-transfers $(DESTDIR)$(BINDIR)/
 	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
@@ -62,5 +70,22 @@ install: build
 	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 
+# reachd_$(VERSION)_ARCH.deb in .build-deb/: release binaries (built in .build-deb/swift, beside the tests' debug
+# build) with the Swift runtime linked in, so that the package depends only on Debian's libraries, installed by
+# the install target under /usr, then packaged by packaging/build-deb and checked by lintian.
+deb:
+	$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(PACKAGING_PACKAGES)"
+	rm -rf .build-deb/root
+	$(MAKE) --no-print-directory install CONFIGURATION=release SWIFT_BUILD_FLAGS="--static-swift-stdlib --scratch-path .build-deb/swift" PREFIX=/usr \
+	    UNITDIR=/lib/systemd/system DESTDIR=$(CURDIR)/.build-deb/root
+	packaging/build-deb .build-deb/root $(VERSION) .build-deb
+	lintian --fail-on error --suppress-tags no-manual-page .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
+
+# The package as users install it, under real systemd (a booted Debian in systemd-nspawn) and the real
+# NetworkManager: systemtest/run (root).
+systemtest: deb
+	$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(SYSTEMTEST_PACKAGES)"
+	systemtest/run .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-deb
