@@ -1,0 +1,112 @@
+# Helpers for systemtest/run: a cached Debian tree, a container booted from it with systemd as PID 1 in a
+# network namespace of ours, commands inside it, and checks that print TAP lines. Sourced, not run.
+
+# The tree: debootstrap --variant=minbase of bookworm with what the package and the checks need, cached
+# under /var/tmp and rebuilt when this list changes.
+TREE_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,dbus-user-session,libnl-route-3-200,libsystemd0,libsqlite3-0,iproute2,socat,procps,python3
+CACHE_DIR=${SYSTEMTEST_CACHE:-/var/tmp/reachd-systemtest}
+
+log() { printf '# %s\n' "$*"; }
+# note TEXT: a comment line in the output, also from inside a check (whose own output shows only on failure).
+note() { printf '# %s\n' "$*" >&3; }
+die() { printf 'systemtest: %s\n' "$*" >&2; exit 2; }
+
+# The first deb line of the host's apt sources: the tree comes from the same mirror.
+debian_mirror() {
+    local uri
+    uri=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -n1)
+    [ -n "$uri" ] || uri=$(awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+    echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# Prints the path of the cached tree, building it first if needed (about 90 s, 260 MB).
+cached_tree() {
+    local key tree scratch
+    key=$(echo "bookworm $TREE_PACKAGES" | sha256sum | cut -c1-12)
+    tree=$CACHE_DIR/bookworm-$key
+    if [ ! -e "$tree/.complete" ]; then
+        mkdir -p "$CACHE_DIR"
+        scratch=$(mktemp -d "$CACHE_DIR/building.XXXXXX")
+        log "debootstrap bookworm into $tree (cached for later runs)" >&2
+        debootstrap --variant=minbase --include="$TREE_PACKAGES" bookworm "$scratch" "$(debian_mirror)" >"$scratch.log" 2>&1 \
+            || { tail -n 20 "$scratch.log" >&2; rm -rf "$scratch"; die "debootstrap failed"; }
+        rm -f "$scratch.log"
+        touch "$scratch/.complete"
+        rm -rf "$tree"
+        mv "$scratch" "$tree"
+    fi
+    echo "$tree"
+}
+
+# boot NAME TREE NETNS BIND: boots TREE read-only under an overlay (nothing it writes survives), with its
+# own cgroup so that several can run, in network namespace NETNS, with BIND (a host directory) at
+# /srv/pkg. Sets NSPAWN_PID and C (the container's PID 1) and waits for the system to be running.
+boot() {
+    local name=$1 tree=$2 netns=$3 bind=$4 state=
+    for h in systemd unified; do mkdir -p "/sys/fs/cgroup/$h/nspawn-$name"; done
+    BOOT_LOG=$WORK/nspawn-$name.log
+    setsid sh -c "echo \$\$ > /sys/fs/cgroup/systemd/nspawn-$name/cgroup.procs
+                  echo \$\$ > /sys/fs/cgroup/unified/nspawn-$name/cgroup.procs
+                  exec systemd-nspawn -D '$tree' -M '$name' --volatile=overlay -b --register=no --keep-unit \
+                       --console=read-only --network-namespace-path=/run/netns/$netns --bind-ro='$bind':/srv/pkg" \
+        >"$BOOT_LOG" 2>&1 &
+    NSPAWN_PID=$!
+    CONTAINER=$name
+    for _ in $(seq 600); do
+        C=$(pgrep -P "$NSPAWN_PID" -x systemd) && state=$(nsenter -t "$C" -a systemctl is-system-running 2>/dev/null)
+        case "$state" in running|degraded) return 0 ;; esac
+        kill -0 "$NSPAWN_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    tail -n 30 "$BOOT_LOG" >&2
+    die "the container did not boot (state: ${state:-none})"
+}
+
+shutdown_container() {
+    [ -n "${NSPAWN_PID:-}" ] || return 0
+    kill -TERM "$NSPAWN_PID" 2>/dev/null
+    for _ in $(seq 120); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.25; done
+    kill -0 "$NSPAWN_PID" 2>/dev/null && { log "nspawn did not exit, SIGKILL"; kill -KILL "$NSPAWN_PID"; }
+    wait "$NSPAWN_PID" 2>/dev/null
+    for h in systemd unified; do
+        [ -d "/sys/fs/cgroup/$h/nspawn-$CONTAINER" ] && find "/sys/fs/cgroup/$h/nspawn-$CONTAINER" -depth -type d -exec rmdir {} \; 2>/dev/null
+    done
+    NSPAWN_PID=
+}
+
+# X CMD...: runs CMD inside the container as root, with a clean environment.
+X() { nsenter -t "$C" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+# as USER CMD...: runs CMD inside the container as USER, as a login would leave it (HOME, no XDG_RUNTIME_DIR).
+as() { local user=$1; shift; X runuser -u "$user" -- env HOME="/home/$user" "$@"; }
+
+# prop UNIT PROPERTY: one property of a unit inside the container.
+prop() { X systemctl show -P "$2" "$1"; }
+
+# wait_until SECONDS DESCRIPTION CMD...: retries CMD (in this shell) every 0.1 s until it succeeds.
+wait_until() {
+    local seconds=$1 what=$2; shift 2
+    local deadline=$(( $(date +%s) + seconds ))
+    until "$@" >/dev/null 2>&1; do
+        [ "$(date +%s)" -lt "$deadline" ] || { log "timed out after ${seconds}s waiting for: $what"; return 1; }
+        sleep 0.1
+    done
+}
+
+# check NAME CMD...: one TAP line; CMD's output is shown when it fails.
+PASSED=0 FAILED=0 CHECK=0
+check() {
+    local name=$1 output; shift
+    CHECK=$((CHECK + 1))
+    if output=$("$@" 2>&1); then
+        PASSED=$((PASSED + 1)); echo "ok $CHECK - $name"
+    else
+        FAILED=$((FAILED + 1)); echo "not ok $CHECK - $name"
+        [ -z "$output" ] || printf '%s\n' "$output" | sed 's/^/#   /'
+    fi
+}
+
+# expect_eq WHAT ACTUAL EXPECTED
+expect_eq() {
+    [ "$2" = "$3" ] || { echo "$1: expected '$3', got '$2'"; return 1; }
+}
