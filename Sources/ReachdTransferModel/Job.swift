@@ -116,20 +116,52 @@ public struct DownloadSpec: Hashable, Sendable, Codable {
 public struct Validators: Hashable, Sendable, Codable {
     public var etag: String?
     public var lastModified: String?
+    /// Last-Modified was at least one second older than the `Date` of the response that carried it, so it
+    /// names one version (RFC 9110 §8.8.2.2) and may guard a range request.
+    public var lastModifiedIsStrong: Bool
 
-    public init(etag: String? = nil, lastModified: String? = nil) {
+    public init(etag: String? = nil, lastModified: String? = nil, lastModifiedIsStrong: Bool = false) {
         self.etag = etag
         self.lastModified = lastModified
+        self.lastModifiedIsStrong = lastModifiedIsStrong
     }
 
-    /// A strong ETag (`"…"`, not `W/"…"`) can guard a range request.
+    /// From a response's `ETag`, `Last-Modified` and `Date`.
+    public init(etag: String?, lastModified: String?, date: String?) {
+        let modified = lastModified.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) }
+        let sent = date.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) }
+        self.init(etag: etag, lastModified: lastModified,
+                  lastModifiedIsStrong: modified.flatMap { modified in sent.map { modified.saturatingAdd(1) <= $0 } } ?? false)
+    }
+
+    /// A strong entity tag (`"…"`, not `W/"…"`, RFC 9110 §8.8.3) can guard a range request.
     public var strongETag: String? {
-        guard let etag, etag.hasPrefix("\""), etag.count >= 2 else { return nil }
+        guard let etag else { return nil }
+        let bytes = Array(etag.utf8)
+        guard bytes.count >= 2, bytes.first == 0x22, bytes.last == 0x22,
+              bytes.dropFirst().dropLast().allSatisfy({ $0 == 0x21 || ($0 >= 0x23 && $0 != 0x7F) }) else { return nil }
         return etag
     }
 
-    /// The `If-Range` value: the strong ETag, else Last-Modified, else nil (no safe resume).
-    public var ifRange: String? { strongETag ?? lastModified }
+    /// The `If-Range` value: the strong ETag, else a strong Last-Modified, else nil (no safe resume).
+    public var ifRange: String? { strongETag ?? (lastModifiedIsStrong ? lastModified : nil) }
+
+    /// Whether a 206 that carries these validators continues the version `partial` names: the same strong
+    /// ETag, or (when the partial has none) the same strong Last-Modified. Anything else could splice two versions.
+    public func continues(_ partial: Validators) -> Bool {
+        if let held = partial.strongETag { return strongETag == held }
+        guard partial.lastModifiedIsStrong, let held = partial.lastModified else { return false }
+        return lastModified == held
+    }
+
+    private enum CodingKeys: String, CodingKey { case etag, lastModified, lastModifiedIsStrong }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(etag: try container.decodeIfPresent(String.self, forKey: .etag),
+                  lastModified: try container.decodeIfPresent(String.self, forKey: .lastModified),
+                  lastModifiedIsStrong: try container.decodeIfPresent(Bool.self, forKey: .lastModifiedIsStrong) ?? false)
+    }
 }
 
 /// A download job as stored, scheduled and shown to clients.

@@ -1,7 +1,8 @@
 import ReachdModel
 
 /// How long a response may be served from the cache without asking the server (RFC 9111 §4.2):
-/// `Cache-Control: max-age` from the response's `Date`, else `Expires`.
+/// `Cache-Control: max-age`, else `Expires` minus `Date`, less the response's age when it arrived
+/// (`Age`, or how far `Date` lies behind the clock). All arithmetic saturates.
 public struct CacheFreshness: Hashable, Sendable {
     /// Fresh until then; nil: stale at once.
     public var freshUntil: Timestamp?
@@ -14,26 +15,30 @@ public struct CacheFreshness: Hashable, Sendable {
     }
 
     /// From the response headers, received at `now` (Unix seconds for HTTP dates).
-    public init(cacheControl: String?, expires: String?, date: String?, now: Timestamp) {
-        self.init()
-        var maxAge: Int64?
-        for directive in (cacheControl ?? "").split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces.lowercased() }
-            switch parts.first {
-            case "max-age"?, "s-maxage"? where parts.count == 2: maxAge = decimal(parts[1]).map { max(maxAge ?? 0, $0) }
-            case "must-revalidate"?, "proxy-revalidate"?, "no-cache"?: mustRevalidate = true
-            default: break
-            }
-        }
+    public init(cacheControl: String?, expires: String?, date: String?, age: String? = nil, now: Timestamp) {
+        self.init(CacheControl(cacheControl), expires: expires, date: date, age: age, now: now)
+    }
+
+    public init(_ directives: CacheControl, expires: String?, date: String?, age: String? = nil, now: Timestamp) {
+        self.init(mustRevalidate: directives.mustRevalidate || directives.noCache)
+        guard !directives.noCache, !directives.noStore else { return }
         let nowSeconds = now.microseconds / 1_000_000
-        let base = date.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) } ?? nowSeconds
-        if cacheControl?.lowercased().contains("no-cache") == true {
-            freshUntil = nil
-        } else if let maxAge {
-            freshUntil = Timestamp(microseconds: (base + maxAge) * 1_000_000)
-        } else if let expires, let until = HTTPDate.unixSeconds(expires.trimmingSpaces) {
-            freshUntil = Timestamp(microseconds: (nowSeconds + (until - base)) * 1_000_000)
+        let dateSeconds = date.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) }
+        let lifetime: Int64
+        if let maxAge = directives.maxAge {
+            lifetime = maxAge
+        } else if let expires {
+            // An invalid Expires (such as "0") means already expired.
+            guard let until = HTTPDate.unixSeconds(expires.trimmingSpaces) else { return }
+            lifetime = until.saturatingAdd(-(dateSeconds ?? nowSeconds))
+        } else {
+            return
         }
+        let apparentAge = max(0, nowSeconds.saturatingAdd(-(dateSeconds ?? nowSeconds)))
+        let initialAge = max(apparentAge, age.flatMap { deltaSeconds($0.trimmingSpaces) } ?? 0)
+        let remaining = lifetime.saturatingAdd(-initialAge)
+        guard remaining > 0 else { return }
+        freshUntil = Timestamp(microseconds: now.microseconds.saturatingAdd(remaining.saturatingMultiply(1_000_000)))
     }
 
     public func isFresh(at now: Timestamp) -> Bool { freshUntil.map { now < $0 } ?? false }

@@ -18,6 +18,12 @@ public enum ResumePlan {
         /// Where the body will be written in the partial file (0: truncate first).
         public var offset: Int64
         public var headers: [(String, String)]
+
+        /// Whether the request asks for the body only if it changed (If-None-Match or If-Modified-Since):
+        /// only then may a 304 answer it.
+        public var isConditional: Bool {
+            headers.contains { $0.0 == "If-None-Match" || $0.0 == "If-Modified-Since" }
+        }
     }
 
     /// The response head, as far as resuming cares.
@@ -26,14 +32,17 @@ public enum ResumePlan {
         public var contentLength: Int64?
         public var contentRange: String?
         public var retryAfter: String?
+        /// `Content-Encoding`: the request asks for `identity`, and the file must hold the representation itself.
+        public var contentEncoding: String?
         public var validators: Validators
 
         public init(status: Int, contentLength: Int64? = nil, contentRange: String? = nil, retryAfter: String? = nil,
-                    validators: Validators = Validators()) {
+                    contentEncoding: String? = nil, validators: Validators = Validators()) {
             self.status = status
             self.contentLength = contentLength
             self.contentRange = contentRange
             self.retryAfter = retryAfter
+            self.contentEncoding = contentEncoding
             self.validators = validators
         }
     }
@@ -53,24 +62,39 @@ public enum ResumePlan {
         case fail(reason: String)
     }
 
-    /// What to do with `response` to a request made by `request(offset:validators:)` at `offset` for a
-    /// partial file holding the version `current`.
-    public static func interpret(_ response: Response, offset: Int64, current: Validators = Validators()) -> Action {
+    /// What to do with `response` to a request made by `request(offset:validators:installed:)` at `offset` for a
+    /// partial file holding the version `current`, of `total` bytes if known; `conditional`: the request
+    /// carried If-None-Match or If-Modified-Since. A 206 is written only when it continues exactly that
+    /// version at exactly that offset (RFC 9110 §13.1.5, §15.3.7); anything else starts the file over.
+    public static func interpret(_ response: Response, offset: Int64, current: Validators = Validators(), total: Int64? = nil,
+                                 conditional: Bool = false) -> Action {
+        if (200...299).contains(response.status), let refusal = refusal(contentEncoding: response.contentEncoding) {
+            return .fail(reason: "failed: \(refusal)")
+        }
         switch response.status {
         case 200:
             // A full body: the first request, or the server ignored the range / the file changed (If-Range).
             return .write(offset: 0, total: response.contentLength, validators: response.validators)
         case 206:
             guard offset > 0, let range = response.contentRange.flatMap(ContentRange.init) else {
-                return .restart(reason: "server sent 206 without a usable Content-Range")
+                return .restart(reason: "discarded the partial file: the server sent 206 without a usable Content-Range")
             }
             guard range.first == offset else {
-                return .restart(reason: "server resumed at byte \(range.first.map(String.init) ?? "?") instead of \(offset)")
+                return .restart(reason: "discarded the partial file: the server resumed at byte \(range.first.map(String.init) ?? "?") instead of \(offset)")
             }
-            // A 206 without validators of its own continues the version the partial file holds.
-            let sent = response.validators
-            return .write(offset: offset, total: range.total, validators: sent.etag == nil && sent.lastModified == nil ? current : sent)
+            guard range.total == nil || range.last.map({ $0 + 1 }) == range.total else {
+                return .restart(reason: "discarded the partial file: the server's 206 stops before the end (\(response.contentRange ?? ""))")
+            }
+            if let total, range.total != total {
+                return .restart(reason: "discarded the partial file: the server's 206 is of a file of \(range.total.map(String.init) ?? "unknown") bytes, not \(total)")
+            }
+            guard response.validators.continues(current) else {
+                return .restart(reason: "discarded the partial file: the server's 206 names another version (ETag \(shown(response.validators.etag)), "
+                    + "Last-Modified \(shown(response.validators.lastModified))) than the partial file's (\(shown(current.etag ?? current.lastModified)))")
+            }
+            return .write(offset: offset, total: range.total ?? total, validators: current)
         case 304:
+            guard conditional else { return .retry(reason: "server answered 304 to a request without a condition", retryAfter: response.retryAfter) }
             return .notModified
         case 416:
             if let range = response.contentRange.flatMap(ContentRange.init), range.first == nil, let total = range.total, total == offset {
@@ -84,6 +108,20 @@ public enum ResumePlan {
         default:
             return .fail(reason: "failed: server answered \(response.status)")
         }
+    }
+
+    /// Why a body with this `Content-Encoding` cannot be kept, nil for none or `identity`: requests ask for
+    /// `identity`, and a file must hold the representation's own bytes.
+    public static func refusal(contentEncoding: String?) -> String? {
+        guard let encoding = contentEncoding?.trimmingSpaces, !encoding.isEmpty, encoding.lowercased() != "identity" else { return nil }
+        return "the server sent the body with Content-Encoding \(shown(encoding)) although identity was asked for"
+    }
+
+    /// A server's header value as a reason may show it: printable ASCII only, at most 80 characters.
+    static func shown(_ value: String?) -> String {
+        guard let value else { return "none" }
+        let printable = value.unicodeScalars.prefix(80).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" }
+        return String(printable) + (value.unicodeScalars.count > 80 ? "…" : "")
     }
 }
 

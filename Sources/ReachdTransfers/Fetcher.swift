@@ -90,16 +90,17 @@ final class Fetcher: Sendable {
         try? await fileThreads.shutdownGracefully()
     }
 
-    /// The size from a HEAD request, nil when the server does not say (or the request fails).
-    func size(of url: String, credentials: Credentials?) async -> Int64? {
+    /// The size from a HEAD request, nil when the server does not say (or the request fails). Sent like
+    /// every other request, so credentials go only where `send` lets them.
+    func size(of url: String, credentials: Credentials?, allowInsecureAuth: Bool) async -> Int64? {
         var request = HTTPClientRequest(url: url)
         request.method = .HEAD
         request.headers.add(name: "Accept-Encoding", value: "identity")
         request.headers.add(name: "Connection", value: "close")
-        if let credentials { request.headers.add(name: "Authorization", value: credentials.authorization) }
-        let client = credentials == nil ? self.client : authenticatedClient
-        guard let response = try? await client.execute(request, timeout: .seconds(30)), response.status == .ok else { return nil }
-        return response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        guard case .success(let response) = await send(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth,
+                                                       deadline: .now() + .seconds(30)),
+              response.status == .ok else { return nil }
+        return contentLength(response.headers.first(name: "Content-Length"))
     }
 
     /// Fetches the rest of `job` into its partial file `fd` (which holds `offset` bytes of `job.validators`' version).
@@ -118,17 +119,20 @@ final class Fetcher: Sendable {
         }
         let head = ResumePlan.Response(
             status: Int(response.status.code),
-            contentLength: response.headers.first(name: "Content-Length").flatMap { Int64($0) },
+            contentLength: contentLength(response.headers.first(name: "Content-Length")),
             contentRange: response.headers.first(name: "Content-Range"),
             retryAfter: response.headers.first(name: "Retry-After"),
-            validators: Validators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+            contentEncoding: response.headers.first(name: "Content-Encoding"),
+            validators: Self.validators(response.headers)
         )
-        switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators) {
+        switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators, total: plan.offset > 0 ? job.bytesTotal : nil,
+                                    conditional: plan.isConditional) {
         case .complete:
             return await sync(fd) ?? .complete(total: plan.offset)
         case .notModified:
             return .notModified
         case .restart(let reason):
+            logger.notice("job \(job.id): \(reason)")
             return await truncate(fd) ?? .restart(reason: reason)
         case .retry(let reason, let retryAfter):
             let seconds = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
@@ -150,10 +154,15 @@ final class Fetcher: Sendable {
         }
     }
 
+    /// A response's validators, Last-Modified judged strong or not against its Date.
+    static func validators(_ headers: HTTPHeaders) -> Validators {
+        Validators(etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified"), date: headers.first(name: "Date"))
+    }
+
     /// Sends `request` (with the credentials, over https or when the job allows plain http); a failure is
     /// the job's outcome.
-    private func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool) async
-        -> Result<HTTPClientResponse, OutcomeError> {
+    private func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool,
+                      deadline: NIODeadline = .distantFuture) async -> Result<HTTPClientResponse, OutcomeError> {
         var request = request
         if let credentials {
             guard request.url.lowercased().hasPrefix("https:") || allowInsecureAuth else {
@@ -163,7 +172,7 @@ final class Fetcher: Sendable {
             request.headers.add(name: "Authorization", value: credentials.authorization)
         }
         do {
-            return .success(try await (credentials == nil ? client : authenticatedClient).execute(request, deadline: .distantFuture))
+            return .success(try await (credentials == nil ? client : authenticatedClient).execute(request, deadline: deadline))
         } catch let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected {
             return .failure(OutcomeError(.failed(reason: "failed: more than 5 redirects, or a redirect loop")))
         } catch let error as NIOSSLError {
@@ -273,7 +282,8 @@ final class Fetcher: Sendable {
         let status = Int(response.status.code)
         if status == 304 { return .notModified(response.headers) }
         guard status == 200 else { return .failed("server answered \(status)") }
-        let length = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        if let refusal = ResumePlan.refusal(contentEncoding: response.headers.first(name: "Content-Encoding")) { return .failed(refusal) }
+        let length = contentLength(response.headers.first(name: "Content-Length"))
         if let limit, (length ?? Int64.max) > limit { return .tooLarge(length) }
         var writer = BatchWriter(fd: fd, pool: fileThreads, position: 0)
         var batch: [ByteBuffer] = [], batchBytes = 0

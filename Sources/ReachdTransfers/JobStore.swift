@@ -89,6 +89,10 @@ public final class JobStore: Sendable {
                 t.primaryKey(["uid", "key"])
             }
         }
+        migrator.registerMigration("v6: strong Last-Modified") { db in
+            // Partial files kept by earlier versions have no proof of a strong date: they restart rather than risk a splice.
+            try db.alter(table: "job") { t in t.add(column: "lastModifiedStrong", .boolean).notNull().defaults(to: false) }
+        }
         return migrator
     }
 
@@ -112,8 +116,8 @@ public final class JobStore: Sendable {
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
                       bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
                       refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth,
-                      kind, method, fields, fileField, responseStatus, responseBody)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
@@ -123,6 +127,7 @@ public final class JobStore: Sendable {
                     job.refreshSeconds, job.lastChecked?.microseconds, job.nextCheck?.microseconds, job.current.etag, job.current.lastModified,
                     job.allowInsecureAuth,
                     job.kind.rawValue, job.method?.rawValue, Self.encode(job.fields), job.fileField, job.responseStatus, job.responseBody,
+                    job.validators.lastModifiedIsStrong,
                 ]
             )
         }
@@ -147,7 +152,7 @@ public final class JobStore: Sendable {
         job.bytesReceived = row["bytesReceived"]
         job.bytesTotal = row["bytesTotal"]
         job.reason = row["reason"]
-        job.validators = Validators(etag: row["etag"], lastModified: row["lastModified"])
+        job.validators = Validators(etag: row["etag"], lastModified: row["lastModified"], lastModifiedIsStrong: row["lastModifiedStrong"])
         job.attempts = row["attempts"]
         job.retryAt = (row["retryAt"] as Int64?).map(Timestamp.init(microseconds:))
         job.updated = Timestamp(microseconds: row["updated"])

@@ -94,8 +94,8 @@ actor OfflineCache {
         case .notModified(let headers):
             await files.remove(temporary, as: owner)
             guard var entry else { return .failure(ProtocolError(.unavailable, "the server answered 304 to an unconditional request")) }
-            entry.freshness = CacheFreshness(cacheControl: headers.first(name: "Cache-Control") ?? nil, expires: headers.first(name: "Expires"),
-                                             date: headers.first(name: "Date"), now: now)
+            entry.freshness = CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
+                                             date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now)
             entry.validated = now
             try? store.saveCacheEntry(entry)
             var result = served(entry, reason: nil, now: now)
@@ -111,9 +111,9 @@ actor OfflineCache {
             let stored = CacheEntry(
                 uid: owner.uid, key: key, url: url, file: file, size: size, status: status,
                 contentType: headers.first(name: "Content-Type"),
-                validators: Validators(etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified")),
+                validators: Fetcher.validators(headers),
                 freshness: CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
-                                          date: headers.first(name: "Date"), now: now),
+                                          date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now),
                 validated: now, lastUsed: now
             )
             do {

@@ -366,7 +366,7 @@ actor TransferScheduler: FetchObserver {
         guard !probing.contains(job.id) else { return }
         probing.insert(job.id)
         Task {
-            let size = await fetcher.size(of: job.url, credentials: await credentials(for: job))
+            let size = await fetcher.size(of: job.url, credentials: await credentials(for: job), allowInsecureAuth: job.allowInsecureAuth)
             self.sizeProbed(job.id, size: size)
         }
     }

@@ -90,10 +90,11 @@ final class TransferModelTests: XCTestCase {
 
     func testResumeRequest() {
         let strong = Validators(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
-        let weak = Validators(etag: "W/\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let weak = Validators(etag: "W/\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT", date: "Sun, 06 Nov 1994 08:49:38 GMT")
         let table: [(Int64, Validators, Int64, [String], Int)] = [
             (0, strong, 0, [], #line), (100, strong, 100, ["Range: bytes=100-", "If-Range: \"v1\""], #line),
             (100, weak, 100, ["Range: bytes=100-", "If-Range: Sun, 06 Nov 1994 08:49:37 GMT"], #line),
+            (100, Validators(etag: "W/\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"), 0, [], #line),
             (100, Validators(etag: "W/\"v1\""), 0, [], #line), (100, Validators(etag: "\""), 0, [], #line), (100, Validators(), 0, [], #line),
         ]
         for (offset, validators, expectedOffset, headers, line) in table {
@@ -113,27 +114,23 @@ final class TransferModelTests: XCTestCase {
              #line),
             (R(status: 206, contentRange: "bytes 100-499/*", validators: v), 100, .write(offset: 100, total: nil, validators: v),
              #line),
-            (R(status: 206, contentRange: "bytes 0-499/500"), 100, .restart(reason: "server resumed at byte 0 instead of 100"), #line),
-            (R(status: 206, contentRange: "bytes */500"), 100, .restart(reason: "server resumed at byte ? instead of 100"), #line),
-            (R(status: 206), 100, .restart(reason: "server sent 206 without a usable Content-Range"), #line),
-            (R(status: 206, contentRange: "bytes 0-9/10"), 0, .restart(reason: "server sent 206 without a usable Content-Range"), #line),
+            (R(status: 206, contentRange: "bytes 0-499/500", validators: v), 100,
+             .restart(reason: "discarded the partial file: the server resumed at byte 0 instead of 100"), #line),
+            (R(status: 206, contentRange: "bytes */500", validators: v), 100,
+             .restart(reason: "discarded the partial file: the server resumed at byte ? instead of 100"), #line),
+            (R(status: 206, validators: v), 100, .restart(reason: "discarded the partial file: the server sent 206 without a usable Content-Range"), #line),
+            (R(status: 206, contentRange: "bytes 0-9/10", validators: v), 0,
+             .restart(reason: "discarded the partial file: the server sent 206 without a usable Content-Range"), #line),
+            (R(status: 206, contentRange: "bytes 100-199/500", validators: v), 100,
+             .restart(reason: "discarded the partial file: the server's 206 stops before the end (bytes 100-199/500)"), #line),
             (R(status: 416, contentRange: "bytes */500"), 500, .complete, #line),
             (R(status: 416, contentRange: "bytes */600"), 500,
              .restart(reason: "server refused the range (416) for a partial file of 500 bytes"), #line),
             (R(status: 416), 500, .restart(reason: "server refused the range (416) for a partial file of 500 bytes"), #line),
         ]
         for (response, offset, expected, line) in table {
-            XCTAssertEqual(ResumePlan.interpret(response, offset: offset), expected, line: UInt(line))
+            XCTAssertEqual(ResumePlan.interpret(response, offset: offset, current: v), expected, line: UInt(line))
         }
-        // A 206 that omits validators continues the partial file's version (a later resume can still use If-Range).
-        let held = Validators(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
-        XCTAssertEqual(ResumePlan.interpret(R(status: 206, contentRange: "bytes 100-499/500"), offset: 100, current: held),
-                       .write(offset: 100, total: 500, validators: held))
-        XCTAssertEqual(ResumePlan.interpret(R(status: 206, contentRange: "bytes 100-499/500", validators: v), offset: 100, current: held),
-                       .write(offset: 100, total: 500, validators: v))
-        // Numbers are plain digits: no signs.
-        XCTAssertNil(ContentRange("bytes +0-+9/+10"))
-        XCTAssertNil(RetryPolicy.retryAfterSeconds("+5", now: 0))
         XCTAssertEqual(RetryPolicy().delay(afterAttempt: 0, retryAfter: nil, jitter: 1), 1)
         for (status, retryAfter) in [(503, "120"), (500, nil), (502, nil), (429, "5"), (425, nil), (408, "Sun, 06 Nov 1994 08:49:37 GMT")] {
             XCTAssertEqual(ResumePlan.interpret(R(status: status, retryAfter: retryAfter), offset: 7),
@@ -142,11 +139,88 @@ final class TransferModelTests: XCTestCase {
         for status in [404, 403, 410, 401, 400, 204] {
             XCTAssertEqual(ResumePlan.interpret(R(status: status, retryAfter: "1"), offset: 7), .fail(reason: "failed: server answered \(status)"))
         }
-        XCTAssertEqual(ResumePlan.interpret(R(status: 304), offset: 0), .notModified)
+        XCTAssertEqual(ResumePlan.interpret(R(status: 304), offset: 0, conditional: true), .notModified)
         for status in [300, 301, 307, 308] {
             XCTAssertEqual(ResumePlan.interpret(R(status: status), offset: 0),
                            .fail(reason: "failed: server answered \(status) (too many redirects or no Location)"))
         }
+    }
+
+    /// A 206 is written only when it continues the partial file's version, at its offset, to the known end.
+    func testResumeNeverSplices() {
+        typealias R = ResumePlan.Response
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT", earlier = "Sun, 06 Nov 1994 08:00:00 GMT"
+        let tagged = Validators(etag: "\"v1\"", lastModified: earlier, date: date)
+        let dated = Validators(etag: nil, lastModified: earlier, date: date)
+        XCTAssertTrue(dated.lastModifiedIsStrong)
+        let range = "bytes 100-499/500"
+        let splices: [(Validators, R, Int64?, Int)] = [
+            // A server that ignores If-Range and sends another version's bytes.
+            (tagged, R(status: 206, contentRange: range, validators: Validators(etag: "\"v2\"")), 500, #line),
+            (tagged, R(status: 206, contentRange: range, validators: Validators(etag: "W/\"v1\"")), 500, #line),
+            (tagged, R(status: 206, contentRange: range), 500, #line),
+            (tagged, R(status: 206, contentRange: range, validators: Validators(lastModified: earlier)), 500, #line),
+            (dated, R(status: 206, contentRange: range, validators: Validators(lastModified: date)), 500, #line),
+            (dated, R(status: 206, contentRange: range), 500, #line),
+            // The partial file's version cannot be named: nothing may continue it.
+            (Validators(etag: "W/\"v1\""), R(status: 206, contentRange: range, validators: Validators(etag: "W/\"v1\"")), 500, #line),
+            (Validators(lastModified: earlier), R(status: 206, contentRange: range, validators: Validators(lastModified: earlier)), 500, #line),
+            // Another total than the file's known size.
+            (tagged, R(status: 206, contentRange: "bytes 100-599/600", validators: tagged), 500, #line),
+            (tagged, R(status: 206, contentRange: "bytes 100-499/*", validators: tagged), 500, #line),
+        ]
+        for (partial, response, total, line) in splices {
+            guard case .restart(let reason) = ResumePlan.interpret(response, offset: 100, current: partial, total: total) else {
+                XCTFail("a splice was accepted", line: UInt(line))
+                continue
+            }
+            XCTAssertTrue(reason.hasPrefix("discarded the partial file: "), reason, line: UInt(line))
+        }
+        XCTAssertEqual(ResumePlan.interpret(R(status: 206, contentRange: range, validators: Validators(etag: "\"v1\"")), offset: 100,
+                                            current: tagged, total: 500),
+                       .write(offset: 100, total: 500, validators: tagged))
+        XCTAssertEqual(ResumePlan.interpret(R(status: 206, contentRange: range, validators: Validators(lastModified: earlier)), offset: 100,
+                                            current: dated, total: 500),
+                       .write(offset: 100, total: 500, validators: dated))
+        // A 304 to an unconditional request is the server's error, never "completed".
+        XCTAssertEqual(ResumePlan.interpret(R(status: 304), offset: 0),
+                       .retry(reason: "server answered 304 to a request without a condition", retryAfter: nil))
+        // Bytes on disk are the representation's own: no encoding but identity.
+        for encoding in ["gzip", "br", " deflate ", "identity, gzip", "x-\u{1}evil"] {
+            guard case .fail(let reason) = ResumePlan.interpret(R(status: 200, contentEncoding: encoding), offset: 0) else {
+                XCTFail("Content-Encoding \(encoding) was accepted")
+                continue
+            }
+            XCTAssertTrue(reason.contains("although identity was asked for") && !reason.contains("\u{1}"), reason)
+        }
+        for encoding in ["identity", "IDENTITY", " ", ""] {
+            XCTAssertEqual(ResumePlan.interpret(R(status: 200, contentLength: 5, contentEncoding: encoding), offset: 0),
+                           .write(offset: 0, total: 5, validators: Validators()), encoding)
+        }
+    }
+
+    /// If-Range only with a validator that names one version.
+    func testIfRangeNeedsAStrongValidator() {
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT"
+        let cases: [(Validators, String?, Int)] = [
+            (Validators(etag: "\"a\""), "\"a\"", #line),
+            (Validators(etag: "W/\"a\""), nil, #line),
+            (Validators(etag: "\"a\"b\""), nil, #line),
+            (Validators(etag: "\""), nil, #line),
+            (Validators(etag: "a"), nil, #line),
+            (Validators(etag: "W/\"a\"", lastModified: "Sun, 06 Nov 1994 08:49:36 GMT", date: date), "Sun, 06 Nov 1994 08:49:36 GMT", #line),
+            (Validators(etag: nil, lastModified: date, date: date), nil, #line),
+            (Validators(etag: nil, lastModified: "Sun, 06 Nov 1994 08:49:36 GMT", date: nil), nil, #line),
+            (Validators(etag: nil, lastModified: "garbage", date: date), nil, #line),
+        ]
+        for (validators, ifRange, line) in cases {
+            XCTAssertEqual(validators.ifRange, ifRange, line: UInt(line))
+            let request = ResumePlan.request(offset: 10, validators: validators)
+            XCTAssertEqual(request.offset, ifRange == nil ? 0 : 10, line: UInt(line))
+        }
+        // Old job rows and wire forms without the flag decode as not strong.
+        let decoded = try? JSONDecoder().decode(Validators.self, from: Data(#"{"lastModified":"Sun, 06 Nov 1994 08:49:36 GMT"}"#.utf8))
+        XCTAssertEqual(decoded, Validators(lastModified: "Sun, 06 Nov 1994 08:49:36 GMT"))
     }
 
     func testContentRange() {
@@ -304,8 +378,8 @@ final class TransferModelTests: XCTestCase {
         let mine = job("1", 1)
         XCTAssertEqual([Owner(uid: 0, gid: 0), Owner(uid: 1000, gid: 5), Owner(uid: 1001, gid: 1000)].map { $0.mayControl(mine) },
                        [true, true, false])
-        XCTAssertEqual([Validators(etag: "W/\"x\"", lastModified: "L"), Validators(etag: "\"x\"", lastModified: "L"), Validators(etag: "x")]
-            .map(\.ifRange), ["L", "\"x\"", nil])
+        XCTAssertEqual([Validators(etag: "W/\"x\"", lastModified: "L", lastModifiedIsStrong: true), Validators(etag: "\"x\"", lastModified: "L"),
+                        Validators(etag: "x")].map(\.ifRange), ["L", "\"x\"", nil])
         let fresh = job("1", 7, .high)
         XCTAssertEqual([fresh.state.rawValue, fresh.priority.rawValue, fresh.url], ["queued", "high", "http://mirror.test/x"])
         XCTAssertEqual(fresh.updated, fresh.created)
