@@ -10,6 +10,10 @@ struct FaultOptions {
     var statusTimes = 1
     var retryAfter: String?
     var ignoreRange = false
+    /// Serve a Range whatever If-Range says (a server that splices versions unless the client checks).
+    var ignoreIfRange = false
+    /// A `Content-Encoding` header on the (unencoded) body.
+    var contentEncoding: String?
     var noValidators = false
     var noLength = false
     var redirect: Int?
@@ -25,6 +29,8 @@ struct FaultOptions {
             case "status-times": statusTimes = Int(value) ?? statusTimes
             case "retry-after": retryAfter = value
             case "ignore-range": ignoreRange = value == "1"
+            case "ignore-if-range": ignoreIfRange = value == "1"
+            case "content-encoding": contentEncoding = value
             case "no-validators": noValidators = value == "1"
             case "no-length": noLength = value == "1"
             case "redirect": redirect = Int(value)

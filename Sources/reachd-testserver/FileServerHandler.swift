@@ -125,6 +125,7 @@ final class FileServerHandler: ChannelInboundHandler {
         transfer.file = file
         var headers: HTTPHeaders = ["content-type": "application/octet-stream", "accept-ranges": "bytes"]
         if let cacheControl = faults.cacheControl { headers.add(name: "cache-control", value: cacheControl) }
+        if let encoding = faults.contentEncoding { headers.add(name: "content-encoding", value: encoding) }
         if !faults.noValidators {
             headers.add(name: "etag", value: info.etag)
             headers.add(name: "last-modified", value: info.lastModified)
@@ -133,7 +134,7 @@ final class FileServerHandler: ChannelInboundHandler {
         var status = HTTPResponseStatus.ok
         var (first, length) = (Int64(0), info.size)
         if !faults.ignoreRange, let value = head.headers.first(name: "range"),
-            Self.ifRangeHolds(head.headers.first(name: "if-range"), info, validators: !faults.noValidators),
+            faults.ignoreIfRange || Self.ifRangeHolds(head.headers.first(name: "if-range"), info, validators: !faults.noValidators),
             let range = ByteRange(header: value, size: info.size)
         {
             switch range {

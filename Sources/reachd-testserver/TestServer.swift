@@ -55,6 +55,8 @@ struct RequestRecord {
     let ifRange: String?
     let ifNoneMatch: String?
     let ifModifiedSince: String?
+    /// The `Authorization` header as sent: tests check where credentials went.
+    let authorization: String?
     var status = 0
     var bodyBytes: Int64 = 0
 
@@ -66,12 +68,13 @@ struct RequestRecord {
         ifRange = head.headers.first(name: "if-range")
         ifNoneMatch = head.headers.first(name: "if-none-match")
         ifModifiedSince = head.headers.first(name: "if-modified-since")
+        authorization = head.headers.first(name: "authorization")
     }
 
     /// Compact JSON with sorted keys.
     func json(completed: Bool) -> String {
         let fields: [(String, String)] = [
-            ("bodyBytes", String(bodyBytes)), ("completed", String(completed)),
+            ("authorization", Self.quote(authorization)), ("bodyBytes", String(bodyBytes)), ("completed", String(completed)),
             ("ifModifiedSince", Self.quote(ifModifiedSince)), ("ifNoneMatch", Self.quote(ifNoneMatch)),
             ("ifRange", Self.quote(ifRange)), ("method", Self.quote(method)), ("path", Self.quote(path)),
             ("query", Self.quote(query)), ("range", Self.quote(range)), ("status", String(status)),
