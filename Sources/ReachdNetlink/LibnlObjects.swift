@@ -28,6 +28,9 @@ enum LibnlObjects {
     }
 
     static func link(_ object: OpaquePointer) -> LinkInfo? {
+        // The link cache also keeps AF_INET6 objects (RTNLGRP_IPV6_IFINFO) for the same ifindex, without
+        // IFLA_CARRIER: they are not the link, and taken for it they read as "no carrier".
+        guard rtnl_link_get_family(object) == AF_UNSPEC else { return nil }
         let index = Int32(rtnl_link_get_ifindex(object))
         guard index > 0, let name = rtnl_link_get_name(object) else { return nil }
         let flags = rtnl_link_get_flags(object)

@@ -34,6 +34,24 @@ final class InternetVerdictIntegrationTests: XCTestCase {
         XCTAssertNil(verdict.interface)
     }
 
+    /// Toggling IPv6 on a link (as NetworkManager does when it takes a device over) gives libnl's link cache
+    /// a second, AF_INET6 object for the same ifindex without a carrier attribute; it is not the link.
+    func testIPv6LinkObjectsAreNotTakenForTheLink() throws {
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon()
+        let subscriber = try lab.subscribe()
+        try subscriber.waitFor("wired") { $0.status == .wired }
+        try lab.inHost("sysctl -q -w net.ipv6.conf.eth0.disable_ipv6=1")
+        try lab.inHost("sysctl -q -w net.ipv6.conf.eth0.disable_ipv6=0")
+        // A change the daemon must report, after the toggle: the verdict it gives then shows what it took eth0 for.
+        try lab.ip("route del default")
+        try subscriber.waitFor("unreachable") { !$0.reachable }
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        let verdict = try subscriber.waitFor("wired again", timeout: 30) { $0.status == .wired }.verdict
+        XCTAssertEqual(verdict.interface, "eth0")
+        XCTAssertTrue(verdict.flags.contains(.reachable), "\(verdict.summary)")
+    }
+
     func testKindsByNameAndMetricPreference() throws {
         try lab.addLink("wlan0", ipv4: "198.51.100.2/24")
         try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
