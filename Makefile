@@ -27,7 +27,7 @@ DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlit
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
 SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
-.PHONY: deps build run test bench install deb systemtest clean
+.PHONY: deps build run test bench fuzz install deb systemtest clean
 
 deps:
 	@command -v $(SWIFT) >/dev/null || { echo "make: the Swift 6 toolchain is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 2; }
@@ -53,6 +53,11 @@ test: deps
 
 bench: deps
 	bench/run $(ARGS)
+
+# libFuzzer with AddressSanitizer over the parsers of server input, SECONDS per target (Fuzz/run).
+SECONDS ?= 60
+fuzz: deps
+	Fuzz/run $(SECONDS)
 
 # Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
 # activation file and interface description, and the example configuration; DESTDIR-aware.
@@ -88,4 +93,4 @@ systemtest: deb
 	systemtest/run .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
 clean:
-	rm -rf .build .build-deb
+	rm -rf .build .build-deb .build-fuzz
