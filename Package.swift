@@ -117,8 +117,6 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        // A stand-in for NetworkManager's D-Bus API (device Metered flags), for the integration tests.
-        .executableTarget(name: "reachd-fake-networkmanager", dependencies: ["CSystemd"]),
         .executableTarget(
             name: "reachctl",
             dependencies: [

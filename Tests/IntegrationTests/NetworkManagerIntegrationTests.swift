@@ -2,86 +2,202 @@ import Foundation
 import ReachdModel
 import XCTest
 
-/// NetworkManager as a metered source: reachd reads the `Metered` flag of the device carrying each link
-/// from a stand-in NetworkManager (reachd-fake-networkmanager) on a private bus and follows its changes;
+/// NetworkManager as a metered source, against Debian's real NetworkManager (see RealNetworkManager): it
+/// manages eth0 in the lab's host namespace from a keyfile profile, on a private system bus that reachd
+/// (`--networkmanager system`) finds through DBUS_SYSTEM_BUS_ADDRESS. reachd reads the `Metered` flag of
+/// eth0's device (as set by the profile, or guessed by NetworkManager: guess-no on ethernet, guess-yes from
+/// DHCP option 43 ANDROID_METERED), follows its changes and picks NetworkManager up when it starts later;
 /// the configuration still wins.
 final class NetworkManagerIntegrationTests: XCTestCase {
     private var lab: NetLab!
-    private var bus: PrivateBus?
-    private var manager: (process: Process, input: FileHandle, output: LineReader)?
+    private var manager: RealNetworkManager?
+
+    private static let address = "192.0.2.2/24"
+    private static let gateway = "192.0.2.1"
+    private static let manual = RealNetworkManager.IPv4.manual(address: address, gateway: gateway)
 
     override func setUpWithError() throws {
         lab = try NetLab.make()
-        try lab.addUplink("eth0", "192.0.2", metric: 100)
-        bus = try PrivateBus(directory: lab.directory, policies: [])
+        // eth0 without addresses: NetworkManager configures it from the profile (a link that already has an
+        // address is taken over as an external, generated connection, not by the profile). The far end is
+        // the gateway, and the DHCP server when there is one.
+        try lab.addLink("eth0")
+        try lab.peerIP("addr add \(Self.gateway)/24 dev eth0")
+        manager = try RealNetworkManager(lab: lab)
     }
 
     override func tearDown() {
-        if let manager {
-            try? manager.input.close()
-            manager.process.waitUntilExit()
-        }
+        lab?.stopDaemon()
+        manager?.stop()
         lab?.tearDown()
-        bus?.stop()
-    }
-
-    private func startManager(_ devices: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NetLab.binary("reachd-fake-networkmanager"))
-        process.arguments = devices
-        process.environment = ["DBUS_SESSION_BUS_ADDRESS": bus!.address]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let reader = LineReader(output.fileHandleForReading)
-        XCTAssertEqual(try reader.next(), "ready")
-        manager = (process, input.fileHandleForWriting, reader)
-    }
-
-    private func set(_ interface: String, _ value: ManagerMetered) throws {
-        try XCTUnwrap(manager).input.write(Data("set \(interface) \(value.rawValue)\n".utf8))
-        XCTAssertEqual(try manager?.output.next(), "ok")
     }
 
     private func startDaemon(config: String? = nil) throws {
-        try lab.startDaemon(config: config, arguments: ["--networkmanager", "session"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus!.address])
+        try lab.startDaemon(config: config, arguments: ["--networkmanager", "system"], environment: try XCTUnwrap(manager).environment)
     }
 
-    func testMeteredFlagIsReadAndFollowed() throws {
-        try startManager(["eth0=\(ManagerMetered.yes.rawValue)"])
+    /// Waits until reachd has logged NetworkManager's flags with `expected` (e.g. `eth0=no`) as the last ones.
+    private func waitForLoggedFlags(_ expected: String, timeout: Double = 20) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let last = lab.log.split(separator: "\n").last { $0.contains("NetworkManager metered flags") }
+            if let last, last.contains("\"\(expected)\"") { return }
+            guard Date() < deadline else {
+                XCTFail("reachd did not log NetworkManager's flags \(expected); last: \(last ?? "none")")
+                throw LabError("reachd did not log \(expected): \(lab.log.suffix(3000))")
+            }
+            usleep(50_000)
+        }
+    }
+
+    /// connection.metered=1 → Device.Metered yes → metered, "NetworkManager: yes".
+    func testMeteredYesProfile() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
         try startDaemon()
         let subscriber = try lab.subscribe()
-        var verdict = try subscriber.waitFor("metered by NetworkManager") { $0.metered }.verdict
+        let verdict = try subscriber.waitFor("metered by NetworkManager", timeout: 20) { $0.metered }.verdict
+        XCTAssertTrue(verdict.reachable)
         XCTAssertEqual(verdict.status, .wired)
+        XCTAssertEqual(verdict.interface, "eth0")
         XCTAssertEqual(verdict.meteredReason, "NetworkManager: yes")
         XCTAssertEqual(try lab.reachctl(["status"]).out, "reachable via wired (eth0), metered (NetworkManager: yes)\n")
-
-        try set("eth0", .guessYes)
-        verdict = try subscriber.waitFor("guess-yes") { $0.meteredReason == "NetworkManager: guess-yes" }.verdict
-        XCTAssertTrue(verdict.metered)
-        try set("eth0", .no)
-        verdict = try subscriber.waitFor("unmetered") { !$0.metered }.verdict
-        XCTAssertNil(verdict.meteredReason)
-        try set("eth0", .unknown)
-        XCTAssertEqual(try subscriber.drain(for: 0.5).count, 0, "unknown leaves the kind's default (wired: unmetered): no change")
     }
 
-    func testNetworkManagerAppearingLaterIsPickedUp() throws {
+    /// connection.metered=2 → Device.Metered no → unmetered, and reachd did read it.
+    func testMeteredNoProfile() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: .no, ipv4: Self.manual)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.no.rawValue)
         try startDaemon()
         let subscriber = try lab.subscribe()
-        XCTAssertFalse(subscriber.latest.verdict.metered)
-        try startManager(["eth0=\(ManagerMetered.guessYes.rawValue)"])
-        let verdict = try subscriber.waitFor("metered once NetworkManager is there") { $0.metered }.verdict
-        XCTAssertEqual(verdict.meteredReason, "NetworkManager: guess-yes")
+        try waitForLoggedFlags("eth0=no")
+        let verdict = try subscriber.waitFor("reachable via eth0", timeout: 20) { $0.reachable && $0.interface == "eth0" }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), unmetered")
+        XCTAssertNil(verdict.meteredReason)
+        XCTAssertEqual(try subscriber.drain(for: 0.5).filter(\.verdict.metered).count, 0)
+        XCTAssertEqual(try lab.reachctl(["status"]).out, "reachable via wired (eth0), unmetered\n")
     }
 
+    /// connection.metered unknown on ethernet: NetworkManager guesses no (4) → unmetered.
+    func testUnknownOnEthernetIsGuessNo() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: nil, ipv4: Self.manual)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.guessNo.rawValue)
+        try startDaemon()
+        let subscriber = try lab.subscribe()
+        try waitForLoggedFlags("eth0=guess-no")
+        let verdict = try subscriber.waitFor("reachable via eth0", timeout: 20) { $0.reachable && $0.interface == "eth0" }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), unmetered")
+        XCTAssertEqual(try subscriber.drain(for: 0.5).filter(\.verdict.metered).count, 0)
+    }
+
+    /// DHCP (dnsmasq on the far end) with option 43 ANDROID_METERED and metered unknown: guess-yes (3) → metered.
+    func testDHCPAndroidMeteredIsGuessYes() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.startDHCPServer(on: "eth0", range: ("192.0.2.50", "192.0.2.99"), options: ["43,ANDROID_METERED"])
+        try manager.addProfile("test-eth0", interface: "eth0", metered: nil, ipv4: .auto)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0", timeout: 45), ManagerMetered.guessYes.rawValue,
+                       "dnsmasq: \(manager.dhcpLog.suffix(2000))")
+        XCTAssertTrue(manager.dhcpLog.contains("DHCPACK(eth0)"), "the address came from dnsmasq")
+        try startDaemon()
+        let subscriber = try lab.subscribe()
+        let verdict = try subscriber.waitFor("metered by NetworkManager's guess", timeout: 20) { $0.metered }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), metered (NetworkManager: guess-yes)")
+        XCTAssertEqual(verdict.meteredReason, "NetworkManager: guess-yes")
+        XCTAssertEqual(try lab.reachctl(["status"]).out, "reachable via wired (eth0), metered (NetworkManager: guess-yes)\n")
+    }
+
+    /// A profile changed with nmcli (modify + reapply) while reachd runs: the subscriber sees each change.
+    func testProfileChangeIsFollowed() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        try startDaemon()
+        let subscriber = try lab.subscribe()
+        try subscriber.waitFor("metered by NetworkManager", timeout: 20) { $0.metered }
+
+        try manager.nmcli(["connection", "modify", "test-eth0", "connection.metered", "no"])
+        try manager.nmcli(["device", "reapply", "eth0"])
+        try manager.waitForMetered("eth0", .no)
+        var verdict = try subscriber.waitFor("unmetered after nmcli", timeout: 20) { !$0.metered }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), unmetered")
+        XCTAssertNil(verdict.meteredReason)
+
+        try manager.nmcli(["connection", "modify", "test-eth0", "connection.metered", "yes"])
+        try manager.nmcli(["device", "reapply", "eth0"])
+        try manager.waitForMetered("eth0", .yes)
+        verdict = try subscriber.waitFor("metered again after nmcli", timeout: 20) { $0.metered }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), metered (NetworkManager: yes)")
+        XCTAssertEqual(try lab.reachctl(["status"]).out, "reachable via wired (eth0), metered (NetworkManager: yes)\n")
+    }
+
+    /// NetworkManager starting while reachd runs is picked up (NameOwnerChanged), and NetworkManager quitting
+    /// hands the decision back to the interface kind. eth0 is configured by an earlier run of NetworkManager,
+    /// which the second run takes over as it is (as when the service is restarted), so that only
+    /// NetworkManager's presence changes while reachd watches.
+    func testNetworkManagerStartingLaterIsPickedUp() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        manager.stopManager()
+
+        try startDaemon()
+        let subscriber = try lab.subscribe()
+        XCTAssertEqual(subscriber.initial.verdict.summary, "reachable via wired (eth0), unmetered", "NetworkManager left eth0 configured")
+        XCTAssertFalse(lab.log.contains("NetworkManager metered flags"), "no NetworkManager yet: \(lab.log)")
+        XCTAssertFalse(lab.log.contains("bus cannot be used"), "reachd is on the private system bus: \(lab.log)")
+
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        let verdict = try subscriber.waitFor("metered once NetworkManager is there", timeout: 20) { $0.metered }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), metered (NetworkManager: yes)")
+
+        manager.stopManager()
+        let after = try subscriber.waitFor("unmetered once NetworkManager is gone", timeout: 20) { !$0.metered }.verdict
+        XCTAssertEqual(after.summary, "reachable via wired (eth0), unmetered")
+    }
+
+    /// NetworkManager starting after reachd and activating eth0 from scratch: reachd follows the link through
+    /// NetworkManager's takeover (which also sends IPv6 link messages, RTNLGRP_IPV6_IFINFO, without a carrier
+    /// attribute) to "reachable, metered".
+    func testActivationWhileReachdRuns() throws {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
+        try startDaemon()
+        let subscriber = try lab.subscribe()
+        XCTAssertFalse(subscriber.initial.verdict.reachable, "eth0 has no address before NetworkManager")
+
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        try waitForLoggedFlags("eth0=yes")
+        let verdict = try subscriber.waitFor("reachable and metered once NetworkManager activated eth0", timeout: 20) {
+            $0.reachable && $0.metered
+        }.verdict
+        XCTAssertEqual(verdict.summary, "reachable via wired (eth0), metered (NetworkManager: yes)")
+        XCTAssertEqual(try lab.reachctl(["status"]).out, "reachable via wired (eth0), metered (NetworkManager: yes)\n")
+    }
+
+    /// `[[interface]] match = "eth0" metered = false` wins over NetworkManager's yes.
     func testConfigurationWins() throws {
-        try startManager(["eth0=\(ManagerMetered.yes.rawValue)"])
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
         try startDaemon(config: "[[interface]]\nmatch = \"eth0\"\nmetered = false\n")
         let subscriber = try lab.subscribe()
-        XCTAssertEqual(try subscriber.drain(for: 1).filter { $0.verdict.metered }.count, 0)
-        XCTAssertFalse(subscriber.latest.verdict.metered)
-        XCTAssertTrue(lab.log.contains("NetworkManager metered flags"), "the flag was read, and overridden")
+        try waitForLoggedFlags("eth0=yes")
+        try subscriber.waitFor("reachable via eth0", timeout: 20) { $0.reachable && $0.interface == "eth0" }
+        XCTAssertEqual(try subscriber.drain(for: 1).filter(\.verdict.metered).count, 0)
+        XCTAssertFalse(subscriber.initial.verdict.metered)
+        XCTAssertEqual(subscriber.latest.verdict.summary, "reachable via wired (eth0), unmetered")
+        XCTAssertEqual(try lab.reachctl(["status"]).out, "reachable via wired (eth0), unmetered\n")
     }
 }
