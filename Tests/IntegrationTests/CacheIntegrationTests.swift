@@ -28,11 +28,11 @@ final class CacheIntegrationTests: XCTestCase {
         return (Int32(status) ?? -1, try lab.sha256(out), (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
-    private func gets(_ path: String) -> [[String: Any]] { lab.requests(path: path).filter { $0["method"] as? String == "GET" } }
-
+    /// Takes both routes away and waits until the daemon has seen it.
     private func unreachable() throws {
         try lab.eth0Down()
         try lab.lab.ip("route del default dev wwan0")
+        try lab.waitForLoggedVerdict("unreachable")
     }
 
     func testNetworkWhenUnmeteredCacheWhenMeteredAndLargeOrUnreachable() throws {
@@ -41,22 +41,22 @@ final class CacheIntegrationTests: XCTestCase {
         let small = try lab.serve("small.bin", bytes: 10_000, seed: 2)
         XCTAssertEqual(try fetch(lab.url("big.bin")).sum, big)
         XCTAssertEqual(try fetch(lab.url("small.bin")).sum, small)
-        XCTAssertEqual(gets("big.bin").count, 1)
+        XCTAssertEqual(lab.gets("big.bin", atLeast: 1).count, 1)
 
         try lab.eth0Down()
-        usleep(300_000)
+        try lab.waitForLoggedVerdict("wwan")
         let cached = try fetch(lab.url("big.bin"))
         XCTAssertEqual(cached.status, 0)
         XCTAssertEqual(cached.sum, big)
         XCTAssertTrue(cached.err.hasPrefix("reachctl: from the cache, "), cached.err)
         XCTAssertTrue(cached.err.contains("old: the route to mirror.test is metered (wwan0) and the body (2000000 bytes) exceeds 1048576"), cached.err)
-        XCTAssertEqual(gets("big.bin").count, 1, "no request over the metered route")
+        XCTAssertEqual(lab.gets("big.bin", atLeast: 1).count, 1, "no request over the metered route")
         let smallAgain = try fetch(lab.url("small.bin"))
         XCTAssertEqual(smallAgain.err, "", "a small body comes from the network even over a metered route")
-        XCTAssertEqual(gets("small.bin").count, 2)
+        XCTAssertEqual(lab.gets("small.bin", atLeast: 2).count, 2)
 
         try lab.lab.ip("route del default dev wwan0")
-        usleep(300_000)
+        try lab.waitForLoggedVerdict("unreachable")
         let offline = try fetch(lab.url("small.bin"))
         XCTAssertEqual(offline.sum, small)
         XCTAssertTrue(offline.err.contains("old: mirror.test is not reachable"), offline.err)
@@ -72,13 +72,13 @@ final class CacheIntegrationTests: XCTestCase {
         let fresh = try fetch(lab.url("f.bin?cache-control=max-age=60"))
         XCTAssertEqual(fresh.sum, sum)
         XCTAssertTrue(fresh.err.contains("fresh (the server allows it until"), fresh.err)
-        XCTAssertEqual(gets("f.bin").count, 1)
+        XCTAssertEqual(lab.gets("f.bin", atLeast: 1).count, 1)
 
         XCTAssertEqual(try fetch(lab.url("f.bin")).sum, sum)
         let revalidated = try fetch(lab.url("f.bin"))
         XCTAssertEqual(revalidated.sum, sum)
         XCTAssertEqual(revalidated.err, "", "revalidated with the server: not 'from the cache'")
-        let last = try XCTUnwrap(gets("f.bin").last)
+        let last = try XCTUnwrap(lab.gets("f.bin", atLeast: 3).last)
         XCTAssertEqual(last["status"] as? Int, 304)
         XCTAssertEqual(last["bodyBytes"] as? Int, 0)
         XCTAssertNotNil(last["ifNoneMatch"] as? String)
@@ -89,7 +89,6 @@ final class CacheIntegrationTests: XCTestCase {
         try lab.serve("m.bin", bytes: 1000)
         XCTAssertEqual(try fetch(lab.url("m.bin?cache-control=must-revalidate")).status, 0)
         try unreachable()
-        usleep(300_000)
         let refused = try fetch(lab.url("m.bin?cache-control=must-revalidate"))
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.err.contains("the server demands revalidation (must-revalidate)"), refused.err)
@@ -102,14 +101,16 @@ final class CacheIntegrationTests: XCTestCase {
         _ = try fetch(lab.url("b.bin"))
         _ = try fetch(lab.url("a.bin"))
         _ = try fetch(lab.url("c.bin"))
-        usleep(500_000)
+        // Eviction runs after the fetch has been answered.
         let directory = lab.lab.directory + "/cache/0"
-        let bodies = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") }
-        let total = try bodies.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: directory + "/" + $1)[.size] as? Int) ?? 0) }
+        func cached() throws -> (bodies: [String], total: Int) {
+            let bodies = try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") }
+            return (bodies, try bodies.reduce(0) { $0 + ((try FileManager.default.attributesOfItem(atPath: directory + "/" + $1)[.size] as? Int) ?? 0) })
+        }
+        let (bodies, total) = try waited(for: cached, until: { $0.total <= 1_000_000 })
         XCTAssertEqual(bodies.count, 2)
         XCTAssertLessThanOrEqual(total, 1_000_000)
         try unreachable()
-        usleep(300_000)
         XCTAssertEqual(try fetch(lab.url("a.bin")).status, 0, "used recently: kept")
         XCTAssertEqual(try fetch(lab.url("c.bin")).status, 0, "newest: kept")
         XCTAssertEqual(try fetch(lab.url("b.bin")).status, 1, "least recently used: evicted")
@@ -123,7 +124,7 @@ final class CacheIntegrationTests: XCTestCase {
         try lab.lab.run("for n in 0 1 2 3; do \(NetLab.binary("reachctl")) fetch '\(url)' --output \(out)$n "
             + "--transfers-socket \(lab.socketPath) & done; wait")
         XCTAssertEqual(try (0..<4).map { try lab.sha256(out + "\($0)") }, [sum, sum, sum, sum])
-        XCTAssertEqual(gets("slow.bin").count, 1)
+        XCTAssertEqual(lab.gets("slow.bin", atLeast: 1).count, 1)
     }
 
     func testEntriesBelongToOneUser() throws {

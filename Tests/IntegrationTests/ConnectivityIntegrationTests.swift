@@ -43,6 +43,12 @@ final class ConnectivityIntegrationTests: XCTestCase {
         process.arguments = ["netns", "exec", lab.peer, "python3", script, requestLog]
         try process.run()
         server = process
+        // A check that finds no server is retried only after a backoff: start the daemons once it listens.
+        try eventually("the check server to listen") {
+            guard process.isRunning else { throw LabError("the check server exited (\(process.terminationStatus))") }
+            // From the host namespace, as the daemon will connect (the peer's loopback is down).
+            return (try? lab.inHost("timeout 5 bash -c 'exec 3<>/dev/tcp/192.0.2.1/8080'")) != nil
+        }
     }
 
     override func tearDown() {
@@ -60,7 +66,6 @@ final class ConnectivityIntegrationTests: XCTestCase {
     private func connectivity(after path: String, timeout: Double = 2, until expected: Connectivity) throws -> Verdict {
         try lab.startDaemon(config: config(path, timeout: timeout))
         defer { lab.stopDaemon() }
-        // The first check may run before the server listens; the retry (1 s later) then answers.
         return try lab.subscribe().waitFor("connectivity \(expected.rawValue)", timeout: 20) { $0.connectivity == expected }.verdict
     }
 

@@ -139,7 +139,7 @@ final class HostIntegrationTests: XCTestCase {
         let metered = expectation(description: "far.test via wwan0")
         monitor.whenReachable = { if $0.verdict.status == .wwan { metered.fulfill() } }
         try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
-        wait(for: [metered], timeout: 10)
+        wait(for: [metered], timeout: 30)
         XCTAssertEqual(monitor.connection, .cellular)
     }
 
@@ -153,7 +153,7 @@ final class HostIntegrationTests: XCTestCase {
         let metered = expectation(description: "198.18.0.5 via wwan0")
         monitor.whenReachable = { if $0.verdict.status == .wwan { metered.fulfill() } }
         try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
-        wait(for: [metered], timeout: 10)
+        wait(for: [metered], timeout: 30)
     }
 
     func testWatchedNamesAreResolvedAgain() throws {
@@ -167,7 +167,7 @@ final class HostIntegrationTests: XCTestCase {
         try handle.truncate(atOffset: 0)
         try handle.write(contentsOf: Data(text.utf8))
         try handle.close()
-        let moved = try client.waitFor("far.test at its new address", timeout: 10) { $0.addresses == [IPAddress("203.0.113.60")!] }
+        let moved = try client.waitFor("far.test at its new address", timeout: 30) { $0.addresses == [IPAddress("203.0.113.60")!] }
         XCTAssertEqual(moved.verdict.status, .wwan)
     }
 }

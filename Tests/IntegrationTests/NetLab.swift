@@ -152,7 +152,7 @@ final class NetLab {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         daemon = process
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if let connection = try? ReachdConnection(path: socketPath) {
                 try connection.send(Request(op: .ping))
@@ -169,13 +169,22 @@ final class NetLab {
     func stopDaemon() -> Int32? {
         guard let daemon, daemon.isRunning else { return self.daemon?.terminationStatus }
         daemon.terminate()
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while daemon.isRunning && Date() < deadline { usleep(10_000) }
         if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL); daemon.waitUntilExit() }
         return daemon.terminationStatus
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The status of the last internet verdict a daemon logged (`… status=wwan [ReachdDaemon] verdict`): what
+    /// reachd or reachd-transfers has taken in of the network so far; nil before the first.
+    static func lastLoggedVerdict(in log: String) -> String? {
+        guard let line = log.split(separator: "\n").last(where: { $0.hasSuffix("[ReachdDaemon] verdict") }),
+              let status = line.split(separator: " ").first(where: { $0.hasPrefix("status=") })
+        else { return nil }
+        return String(status.dropFirst("status=".count))
+    }
 
     /// A subscription to the daemon under test (to `internet`, or to one host).
     func subscribe(host: String? = nil) throws -> Subscriber { try Subscriber(path: socketPath, host: host) }
@@ -226,7 +235,7 @@ final class Subscriber {
 
     init(path: String, host: String? = nil) throws {
         connection = try ReachdConnection(path: path)
-        initial = try connection.verdict(for: Request(op: .subscribe, hosts: host.map { [$0] } ?? []), timeout: 10)
+        initial = try connection.verdict(for: Request(op: .subscribe, hosts: host.map { [$0] } ?? []), timeout: 30)
     }
 
     /// The latest verdict seen.
@@ -234,7 +243,7 @@ final class Subscriber {
 
     /// Reads events until `condition` holds for the latest verdict; fails the test after `timeout` seconds.
     @discardableResult
-    func waitFor(_ what: String, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line,
+    func waitFor(_ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
                  _ condition: (Verdict) -> Bool) throws -> StampedVerdict {
         let deadline = Date().addingTimeInterval(timeout)
         while !condition(latest.verdict) {
@@ -260,6 +269,33 @@ final class Subscriber {
     }
 }
 
+/// Polls `condition` every 20 ms until it holds; after `timeout` seconds fails the test (with `detail`) and
+/// throws. For conditions that become true on their own: a deadline costs nothing while the test passes, so
+/// it is generous (a loaded machine is slow, not wrong).
+func eventually(_ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
+                detail: @autoclosure () -> String = "", _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while try !condition() {
+        guard Date() < deadline else {
+            let more = detail()
+            XCTFail("timed out after \(timeout) s waiting for \(what)\(more.isEmpty ? "" : "; " + more)", file: file, line: line)
+            throw LabError("timed out waiting for \(what)")
+        }
+        usleep(20_000)
+    }
+}
+
+/// `value()` once `done` holds for it, or its last reading after `timeout` seconds (for an assertion to show):
+/// for things that are logged a moment after the test could see their effect.
+func waited<T>(timeout: Double = 30, for value: () throws -> T, until done: (T) -> Bool) rethrows -> T {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        let current = try value()
+        if done(current) || Date() >= deadline { return current }
+        usleep(20_000)
+    }
+}
+
 struct LabError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -278,7 +314,7 @@ final class LineReader {
 
     init(_ handle: FileHandle) { self.handle = handle }
 
-    func next(timeout: Double = 10) throws -> String {
+    func next(timeout: Double = 30) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let newline = buffer.firstIndex(of: 10) {
@@ -293,5 +329,65 @@ final class LineReader {
             guard !chunk.isEmpty else { throw LabError("pipe closed") }
             buffer.append(chunk)
         }
+    }
+}
+
+/// A Unix socket at `path` that passes one client through to the socket at `target`, both ways, and counts
+/// the lines the target sent back: a test can so see that a client process (reachctl) has had its answers.
+final class SocketRelay {
+    let path: String
+    private let listener: Int32
+    private let replies = LineCount()
+
+    init(path: String, target: String) throws {
+        self.path = path
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        guard listener >= 0, Self.withAddress(path, { bind(listener, $0, $1) }) == 0, Foundation.listen(listener, 1) == 0 else {
+            throw LabError("cannot listen on \(path): \(String(cString: strerror(errno)))")
+        }
+        let replies = self.replies
+        Thread.detachNewThread {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            defer { close(client) }
+            let upstream = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(upstream) }
+            guard Self.withAddress(target, { connect(upstream, $0, $1) }) == 0 else { return }
+            var fds = [pollfd(fd: client, events: Int16(POLLIN), revents: 0), pollfd(fd: upstream, events: Int16(POLLIN), revents: 0)]
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while poll(&fds, 2, -1) > 0 {
+                for (from, to) in [(0, 1), (1, 0)] where fds[from].revents != 0 {
+                    let n = read(fds[from].fd, &buffer, buffer.count)
+                    guard n > 0, send(fds[to].fd, buffer, n, Int32(MSG_NOSIGNAL)) == n else { return }
+                    if from == 1 { replies.add(buffer.prefix(n).filter { $0 == 10 }.count) }
+                }
+            }
+        }
+    }
+
+    /// Stops listening (an `accept` still waiting returns).
+    deinit {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// Lines the target has sent to the client so far.
+    var repliesPassed: Int { replies.value }
+
+    private static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8.prefix($0.count - 1)) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    private final class LineCount: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func add(_ n: Int) { lock.withLock { count += n } }
+        var value: Int { lock.withLock { count } }
     }
 }

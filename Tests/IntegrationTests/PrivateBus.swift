@@ -41,7 +41,7 @@ final class PrivateBus {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         var address = ""
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, address.isEmpty {
             guard process.isRunning else { throw LabError("dbus-daemon rejected the configuration with \(policies)") }
             address = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").first.map(String.init) ?? ""
@@ -56,6 +56,49 @@ final class PrivateBus {
     func stop() {
         process.terminate()
         process.waitUntilExit()
+    }
+
+    /// Waits until `name` has an owner on this bus: a daemon takes its name a moment after its socket serves.
+    func waitForOwner(of name: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) throws {
+        try eventually("\(name) on the bus", timeout: timeout, file: file, line: line) {
+            let reply = try Self.run("/usr/bin/dbus-send", ["--bus=\(address)", "--print-reply", "--dest=org.freedesktop.DBus",
+                                                            "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", "string:\(name)"])
+            return reply.contains("boolean true")
+        }
+    }
+
+    /// Starts dbus-monitor for `rule` on this bus, writing to `output`, and waits until it monitors: it prints
+    /// NameLost for its own name once it has become a monitor with its match rules in place.
+    func startMonitor(_ rule: String, output: String) throws -> Process {
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
+        monitor.arguments = ["--address", address, rule]
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        monitor.standardOutput = FileHandle(forWritingAtPath: output)
+        try monitor.run()
+        do {
+            try eventually("dbus-monitor to monitor") {
+                guard monitor.isRunning else { throw LabError("dbus-monitor exited (\(monitor.terminationStatus))") }
+                return ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("member=NameLost")
+            }
+        } catch {
+            monitor.terminate()
+            throw error
+        }
+        return monitor
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return output
     }
 
     /// The part of introspection data that describes `interface`, without comments and layout.

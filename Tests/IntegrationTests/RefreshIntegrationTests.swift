@@ -25,8 +25,6 @@ final class RefreshIntegrationTests: XCTestCase {
         return stat(path, &info) == 0 ? UInt(info.st_ino) : 0
     }
 
-    private func gets(_ path: String) -> [[String: Any]] { lab.requests(path: path).filter { $0["method"] as? String == "GET" } }
-
     func testPeriodicCheckGets304AndLeavesTheFile() throws {
         try start()
         let sum = try lab.serve("r.bin", bytes: 400_000)
@@ -36,13 +34,12 @@ final class RefreshIntegrationTests: XCTestCase {
         XCTAssertNotNil(first.nextCheck)
         let etag = try XCTUnwrap(first.validators.etag)
         let before = inode(lab.out + "/r.bin")
-        let checked = try lab.waitFor(id, "checked again", timeout: 10) { $0.state == .completed && $0.lastChecked != first.lastChecked }
+        let checked = try lab.waitFor(id, "checked again", timeout: 30) { $0.state == .completed && $0.lastChecked != first.lastChecked }
         XCTAssertEqual(checked.bytesReceived, 400_000)
         XCTAssertGreaterThan(checked.nextCheck!, checked.lastChecked!)
         XCTAssertEqual(inode(lab.out + "/r.bin"), before, "the file was not rewritten")
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
-        usleep(200_000)
-        let check = try XCTUnwrap(gets("r.bin").dropFirst().first)
+        let check = try XCTUnwrap(lab.gets("r.bin", atLeast: 2).dropFirst().first)
         XCTAssertEqual(check["status"] as? Int, 304)
         XCTAssertEqual(check["bodyBytes"] as? Int, 0)
         XCTAssertEqual(check["ifNoneMatch"] as? String, etag)
@@ -60,7 +57,7 @@ final class RefreshIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), newSum)
         XCTAssertNotEqual(swapped.validators.etag, first.validators.etag, "the new version's validators")
         XCTAssertEqual(swapped.bytesReceived, 250_000)
-        XCTAssertEqual(gets("r.bin").last?["status"] as? Int, 200)
+        XCTAssertEqual(lab.gets("r.bin", atLeast: 2).last?["status"] as? Int, 200)
 
         try FileManager.default.removeItem(atPath: lab.www + "/r.bin")
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
@@ -76,10 +73,10 @@ final class RefreshIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("big.bin"), output: lab.out + "/big.bin")
         var job = try lab.waitFor(id, "completed") { $0.state == .completed }
         try lab.eth0Down()
-        usleep(300_000)
+        try lab.waitForLoggedVerdict("wwan")
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
         job = try lab.waitFor(id, "checked on wwan0") { [last = job.lastChecked] in $0.state == .completed && $0.lastChecked != last }
-        XCTAssertEqual(gets("big.bin").last?["status"] as? Int, 304, "a check costs no body, so it runs on a metered route")
+        XCTAssertEqual(lab.gets("big.bin", atLeast: 2).last?["status"] as? Int, 304, "a check costs no body, so it runs on a metered route")
 
         let newSum = try lab.serve("big.bin", bytes: 3_500_000, seed: 5)
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)

@@ -43,10 +43,11 @@ final class SystemdIntegrationTests: XCTestCase {
         let score = try XCTUnwrap(line.split(separator: " ").compactMap { Double($0) }.first)
         XCTAssertLessThanOrEqual(score, 2.0, String(line))
 
-        // The transfer service runs as root to write files as each client: a looser sandbox, still bounded.
+        // The transfer service runs as root to write files as each client (and hand them their cache directory):
+        // a looser sandbox, still bounded, at the 2.7 docs/transfers.md gives.
         let transfers = try lab.run("\(tool) security --offline=true --no-pager \(Self.unitDirectory)/reachd-transfers.service")
         let transfersLine = try XCTUnwrap(transfers.split(separator: "\n").first { $0.contains("Overall exposure level") })
-        XCTAssertLessThanOrEqual(try XCTUnwrap(transfersLine.split(separator: " ").compactMap { Double($0) }.first), 2.5, String(transfersLine))
+        XCTAssertLessThanOrEqual(try XCTUnwrap(transfersLine.split(separator: " ").compactMap { Double($0) }.first), 2.7, String(transfersLine))
     }
 
     func testReadinessAndStatusReachNotifySocket() throws {
@@ -63,7 +64,7 @@ final class SystemdIntegrationTests: XCTestCase {
         try lab.startDaemon(environment: ["NOTIFY_SOCKET": path])
         func next() throws -> String {
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 10_000) == 1 else { throw LabError("no sd_notify message") }
+            guard poll(&entry, 1, 30_000) == 1 else { throw LabError("no sd_notify message") }
             var buffer = [UInt8](repeating: 0, count: 4096)
             let n = recv(fd, &buffer, buffer.count, 0)
             return String(decoding: buffer.prefix(max(0, n)), as: UTF8.self)
@@ -82,8 +83,10 @@ final class SystemdIntegrationTests: XCTestCase {
         try FileManager.default.createSymbolicLink(atPath: lab.socketPath, withDestinationPath: activated)
         try lab.startDaemon(wrapper: ["python3", NetLab.activateScript, activated])
         let client = try ReachdConnection(path: activated)
-        XCTAssertEqual(try client.verdict(for: Request(op: .status), timeout: 5).verdict.status, .wired)
-        XCTAssertTrue(lab.log.contains("listening on the socket systemd passed (fd 3)"), lab.log)
+        XCTAssertEqual(try client.verdict(for: Request(op: .status), timeout: 30).verdict.status, .wired)
+        try eventually("the daemon to log the socket it was passed", detail: lab.log) {
+            lab.log.contains("listening on the socket systemd passed (fd 3)")
+        }
         XCTAssertEqual(lab.stopDaemon(), 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: activated), "the socket belongs to systemd and stays")
     }

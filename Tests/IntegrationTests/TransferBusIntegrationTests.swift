@@ -15,6 +15,7 @@ final class TransferBusIntegrationTests: XCTestCase {
         bus = try PrivateBus(directory: lab.lab.directory, policies: ["org.reachd.Transfers1.conf"])
         try lab.startTestServer()
         try lab.startDaemon(arguments: ["--bus", "session"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus!.address])
+        try bus!.waitForOwner(of: "org.reachd.Transfers1")
     }
 
     override func tearDown() {
@@ -36,14 +37,8 @@ final class TransferBusIntegrationTests: XCTestCase {
     func testMethodsAndJobChanged() throws {
         let sum = try lab.serve("b.bin", bytes: 500_000)
         let monitorLog = lab.lab.directory + "/monitor.log"
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
-        monitor.arguments = ["--address", bus!.address, "type='signal',interface='org.reachd.Transfers1'"]
-        _ = FileManager.default.createFile(atPath: monitorLog, contents: nil)
-        monitor.standardOutput = FileHandle(forWritingAtPath: monitorLog)
-        try monitor.run()
+        let monitor = try bus!.startMonitor("type='signal',interface='org.reachd.Transfers1'", output: monitorLog)
         defer { monitor.terminate(); monitor.waitUntilExit() }
-        usleep(300_000)
 
         let added = try call("Add", "'ssa{sv}' \(lab.url("b.bin")) \(lab.out)/b.bin 2 Priority s high Sha256 s \(sum)")
         XCTAssertTrue(added.hasPrefix("a{sv} 14 "), added)
@@ -54,7 +49,7 @@ final class TransferBusIntegrationTests: XCTestCase {
         XCTAssertTrue(try call("Show", "s \(id)").contains(#""State" s "completed""#))
         XCTAssertTrue(try call("List").hasPrefix("aa{sv} 1 "))
 
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(30)
         var signals = ""
         while Date() < deadline, !signals.contains("\"completed\"") {
             usleep(50_000)

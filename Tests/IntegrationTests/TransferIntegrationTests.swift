@@ -23,17 +23,6 @@ final class TransferIntegrationTests: XCTestCase {
         try lab.startDaemon(config: config)
     }
 
-    /// The GETs of `path` the test server logged. A request is logged when its response ends, which can be a
-    /// moment after the client has the last byte: wait up to 2 s for `atLeast` of them.
-    private func gets(_ path: String, atLeast: Int = 0) -> [[String: Any]] {
-        let deadline = Date().addingTimeInterval(2)
-        while true {
-            let found = lab.requests(path: path).filter { $0["method"] as? String == "GET" }
-            if found.count >= atLeast || Date() > deadline { return found }
-            usleep(20_000)
-        }
-    }
-
     func testLargeJobDefersOnWWANWhileSmallOneRunsAndStartsWhenEth0ComesUp() throws {
         try start(eth0: false)
         let bigSum = try lab.serve("big.bin", bytes: 4 << 20)
@@ -46,7 +35,7 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(deferred.reason, "deferred: route to mirror.test is metered (wwan0), 4194304 bytes exceed the metered threshold of 1048576; waits for an unmetered route or --allow-metered")
         try lab.waitFor(small, "completed over wwan0") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/small.bin"), smallSum)
-        XCTAssertTrue(gets("big.bin").isEmpty, "no body of the large file is fetched over wwan0")
+        XCTAssertTrue(lab.gets("big.bin").isEmpty, "no body of the large file is fetched over wwan0")
         XCTAssertFalse(FileManager.default.fileExists(atPath: lab.out + "/big.bin"))
 
         try lab.addEth0()
@@ -69,7 +58,9 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("a.bin"), output: lab.out + "/a.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/a.bin"), sum)
-        XCTAssertTrue(lab.log.contains("listening on the socket systemd passed (fd 3)"), lab.log)
+        try eventually("the daemon to log the socket it was passed", detail: lab.log) {
+            lab.log.contains("listening on the socket systemd passed (fd 3)")
+        }
         lab.stopDaemon()
         XCTAssertTrue(FileManager.default.fileExists(atPath: activated), "the socket belongs to systemd and stays")
     }
@@ -96,7 +87,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("r.bin?redirect=3"), output: lab.out + "/r.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
-        XCTAssertEqual(gets("r.bin", atLeast: 4).map { $0["status"] as? Int }, [302, 302, 302, 200])
+        XCTAssertEqual(lab.gets("r.bin", atLeast: 4).map { $0["status"] as? Int }, [302, 302, 302, 200])
         let loop = try lab.add(lab.url("r.bin?redirect=9"), output: lab.out + "/loop.bin")
         let failed = try lab.waitFor(loop, "failed") { $0.state.isTerminal }
         XCTAssertEqual(failed.state, .failed)
@@ -115,7 +106,7 @@ final class TransferIntegrationTests: XCTestCase {
         let high = try lab.add(lab.url("high.bin"), output: lab.out + "/high.bin", ["--priority", "high"])
         XCTAssertEqual(try lab.client().job(TransferRequest(op: .show, job: high)).state, .queued, "one slot, taken")
         for id in [low, normal, high] { try lab.waitFor(id, "completed") { $0.state == .completed } }
-        _ = gets("low.bin", atLeast: 1)
+        _ = lab.gets("low.bin", atLeast: 1)
         let order = lab.requests().filter { $0["method"] as? String == "GET" }.compactMap { $0["path"] as? String }
         XCTAssertEqual(order, ["/first.bin", "/high.bin", "/normal.bin", "/low.bin"])
     }
@@ -134,7 +125,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("big.bin?rate=4000000"), output: lab.out + "/big.bin", ["--sha256", sum])
         try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesReceived > 2_000_000 }
         try lab.eth0Down()
-        let paused = try lab.waitFor(id, "deferred after eth0 went down", timeout: 5) { $0.state == .deferred }
+        let paused = try lab.waitFor(id, "deferred after eth0 went down", timeout: 30) { $0.state == .deferred }
         XCTAssertTrue((paused.reason ?? "").contains("metered (wwan0)"), paused.reason ?? "")
         usleep(1_000_000)
         let stillPaused = try lab.client().job(TransferRequest(op: .show, job: id))
@@ -145,7 +136,7 @@ final class TransferIntegrationTests: XCTestCase {
         let done = try lab.waitFor(id, "completed after eth0 came back", timeout: 30) { $0.state == .completed }
         XCTAssertEqual(done.bytesReceived, 12 << 20)
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
-        let requests = gets("big.bin", atLeast: 2)
+        let requests = lab.gets("big.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
         let resume = try XCTUnwrap(requests.last)
         let range = try XCTUnwrap(resume["range"] as? String)
@@ -162,7 +153,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("f.bin?drop-after=1000000"), output: lab.out + "/f.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        let requests = gets("f.bin", atLeast: 2)
+        let requests = lab.gets("f.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
         // The retry asks for the rest of what reached the disk (bytes still in flight when the connection broke are asked again).
         let offset = try XCTUnwrap(Self.rangeStart(requests.last?["range"] as? String))
@@ -184,7 +175,7 @@ final class TransferIntegrationTests: XCTestCase {
         let newSum = try lab.serve("f.bin", bytes: 2_500_000, seed: 7)
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), newSum, "the new version, whole, not old bytes plus new")
-        let retry = try XCTUnwrap(gets("f.bin", atLeast: 2).last)
+        let retry = try XCTUnwrap(lab.gets("f.bin", atLeast: 2).last)
         XCTAssertEqual(retry["status"] as? Int, 200, "If-Range with the old ETag gets the whole new file")
         XCTAssertNotNil(retry["ifRange"] as? String)
     }
@@ -195,7 +186,7 @@ final class TransferIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("f.bin?drop-after=1000000&ignore-range=1"), output: lab.out + "/f.bin")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        let requests = gets("f.bin", atLeast: 2)
+        let requests = lab.gets("f.bin", atLeast: 2)
         XCTAssertEqual(requests.map { $0["status"] as? Int }, [200, 200])
         XCTAssertNotNil(Self.rangeStart(requests.last?["range"] as? String), "the retry asked for a range and got the whole file")
     }
@@ -213,7 +204,7 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.download(["resume", id]).status, 0)
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        let last = try XCTUnwrap(gets("f.bin", atLeast: 2).last)
+        let last = try XCTUnwrap(lab.gets("f.bin", atLeast: 2).last)
         XCTAssertEqual(last["status"] as? Int, 416)
         XCTAssertEqual(last["range"] as? String, "bytes=\(size)-")
     }
@@ -226,7 +217,7 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertTrue((waiting.reason ?? "").contains("server answered 503"), waiting.reason ?? "")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
-        XCTAssertEqual(gets("f.bin", atLeast: 3).map { $0["status"] as? Int }, [503, 503, 200])
+        XCTAssertEqual(lab.gets("f.bin", atLeast: 3).map { $0["status"] as? Int }, [503, 503, 200])
     }
 
     func testNotFoundFailsWithTheStatusAndWaitExitsOne() throws {
@@ -251,7 +242,7 @@ final class TransferIntegrationTests: XCTestCase {
         try lab.startDaemon(config: config)
         try lab.waitFor(id, "completed after the restart", timeout: 30) { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
-        let requests = gets("big.bin", atLeast: 2)
+        let requests = lab.gets("big.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
         let fetched = requests.compactMap { $0["bodyBytes"] as? Int }.reduce(0, +)
         XCTAssertLessThanOrEqual(fetched - size, 1 << 20, "bytes fetched twice")
@@ -307,7 +298,7 @@ final class TransferIntegrationTests: XCTestCase {
         try connection.send(raw: Array("{\"op\":\"ping\",\"id\":4}\n".utf8))
         var codes: [String] = []
         for _ in 0..<4 {
-            let line = try XCTUnwrap(try connection.nextLine(timeout: 5))
+            let line = try XCTUnwrap(try connection.nextLine(timeout: 30))
             switch try TransferReply.decode(line: line) {
             case .error(let error): codes.append(error.code.rawValue)
             case .pong: codes.append("pong")
@@ -364,14 +355,17 @@ final class TransferIntegrationTests: XCTestCase {
         let wait = try lab.download(["wait", id, "--timeout", "30"])
         XCTAssertEqual(wait.status, 0, wait.err)
         XCTAssertEqual(try lab.sha256(lab.out + "/n.bin"), sum)
-        XCTAssertTrue(lab.nginxAccessLog.contains("\" 206 "), "the resume is a range request nginx answers with 206: \(lab.nginxAccessLog)")
+        // nginx logs a request once it has sent the answer, a moment after reachctl may have returned.
+        let access = waited(for: { lab.nginxAccessLog }, until: { $0.contains("\" 206 ") })
+        XCTAssertTrue(access.contains("\" 206 "), "the resume is a range request nginx answers with 206: \(access)")
 
         let second = try lab.add(url, output: lab.out + "/n2.bin")
         try lab.waitFor(second, "running") { $0.state == .running }
         XCTAssertEqual(try lab.download(["cancel", second]).status, 0)
         try lab.waitFor(second, "cancelled") { $0.state == .cancelled }
-        usleep(200_000)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: lab.out).filter { $0.contains("n2.bin") }
+        // The job reads as cancelled at once; the partial file goes once its transfer has ended.
+        let leftovers = try waited(for: { try FileManager.default.contentsOfDirectory(atPath: lab.out).filter { $0.contains("n2.bin") } },
+                                   until: \.isEmpty)
         XCTAssertEqual(leftovers, [], "a cancelled job leaves no partial file")
     }
 

@@ -105,7 +105,7 @@ final class TransferLab {
         process.standardError = FileHandle.nullDevice
         try process.run()
         servers.append(process)
-        let line = try LineReader(pipe.fileHandleForReading).next(timeout: 10)
+        let line = try LineReader(pipe.fileHandleForReading).next(timeout: 30)
         guard line.hasPrefix("listening "), let value = Int(line.dropFirst(10)) else { throw LabError("test server said: \(line)") }
         port = value
     }
@@ -142,7 +142,7 @@ final class TransferLab {
         process.standardError = FileHandle.nullDevice
         try process.run()
         servers.append(process)
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while (try? lab.run("ip netns exec \(lab.peer) bash -c 'exec 3<>/dev/tcp/\(Self.serverAddress)/\(port)'")) == nil {
             guard Date() < deadline else { throw LabError("nginx did not start: \((try? String(contentsOfFile: lab.directory + "/nginx-error.log", encoding: .utf8)) ?? "")") }
             usleep(50_000)
@@ -159,6 +159,13 @@ final class TransferLab {
         return text.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }.filter { path == nil || ($0["path"] as? String) == "/" + path! }
+    }
+
+    /// The GETs of `path` the test server logged. A request is logged when its response ends, which can be a
+    /// moment after the client has the last byte: waits up to 30 s for `atLeast` of them (and returns what is
+    /// there then, for the assertion to show).
+    func gets(_ path: String, atLeast count: Int = 0) -> [[String: Any]] {
+        waited(for: { requests(path: path).filter { $0["method"] as? String == "GET" } }, until: { $0.count >= count })
     }
 
     // MARK: The transfer service
@@ -186,7 +193,7 @@ final class TransferLab {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         daemon = process
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if let client = try? TransferClient(path: socketPath), case .pong? = try? client.call(TransferRequest(op: .ping), timeout: 5) { return }
             guard process.isRunning else { throw LabError("reachd-transfers exited (\(process.terminationStatus)): \(self.log)") }
@@ -203,6 +210,12 @@ final class TransferLab {
     }
 
     var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }
+
+    /// Waits until reachd-transfers has taken in a network change: its latest logged internet verdict is `status`.
+    func waitForLoggedVerdict(_ status: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) throws {
+        try eventually("reachd-transfers to judge the network \(status)", timeout: timeout, file: file, line: line,
+                       detail: "log: \(self.log.suffix(2000))") { NetLab.lastLoggedVerdict(in: self.log) == status }
+    }
 
     func client() throws -> TransferClient { try TransferClient(path: socketPath) }
 
@@ -235,7 +248,7 @@ final class TransferLab {
 
     /// Follows job `id` until `condition` holds; fails the test after `timeout` seconds.
     @discardableResult
-    func waitFor(_ id: String, _ what: String, timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line,
+    func waitFor(_ id: String, _ what: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line,
                  _ condition: (Job) -> Bool) throws -> Job {
         let client = try client()
         guard var job = try client.jobs(TransferRequest(op: .watch, job: id)).first else { throw LabError("no job \(id)") }

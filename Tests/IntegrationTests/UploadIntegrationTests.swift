@@ -34,7 +34,7 @@ final class UploadIntegrationTests: XCTestCase {
         process.standardError = FileHandle.nullDevice
         try process.run()
         server = process
-        let line = try LineReader(pipe.fileHandleForReading).next(timeout: 10)
+        let line = try LineReader(pipe.fileHandleForReading).next(timeout: 30)
         port = try XCTUnwrap(Int(line.dropFirst("listening ".count)), line)
         try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n")
     }
@@ -57,9 +57,13 @@ final class UploadIntegrationTests: XCTestCase {
         return stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    private func requests() -> [[String: Any]] {
-        let text = (try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    /// The server's request log. A request is logged after its answer is sent, which can be a moment after the
+    /// job has the answer: waits up to 30 s for `atLeast` requests (and returns what is there then).
+    private func requests(atLeast count: Int = 0) -> [[String: Any]] {
+        waited(for: {
+            let text = (try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }, until: { $0.count >= count })
     }
 
     /// A file of `bytes` pseudo-random bytes in the lab's output directory; returns its path and SHA-256.
@@ -81,7 +85,7 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertTrue((done.responseBody ?? "").contains(source.sum), done.responseBody ?? "")
         XCTAssertEqual(done.bytesReceived, 900_000)
         XCTAssertEqual(try lab.sha256(received + "/put.bin"), source.sum)
-        XCTAssertEqual(requests().last?["contentType"] as? String, "application/octet-stream")
+        XCTAssertEqual(requests(atLeast: 1).last?["contentType"] as? String, "application/octet-stream")
     }
 
     func testMultipartBodyIsParsedBackExactly() throws {
@@ -97,7 +101,7 @@ final class UploadIntegrationTests: XCTestCase {
         let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
         XCTAssertEqual(done.responseStatus, 200)
-        let summary = try XCTUnwrap(requests().last)
+        let summary = try XCTUnwrap(requests(atLeast: 1).last)
         XCTAssertEqual(summary["multipart"] as? Bool, true)
         XCTAssertEqual(summary["fields"] as? [String: String], ["title": "Ünïcode \"quoted\" =value", "empty": ""])
         let part = try XCTUnwrap((summary["files"] as? [String: Any])?["payload"] as? [String: Any])
@@ -110,24 +114,35 @@ final class UploadIntegrationTests: XCTestCase {
 
     func testLargeUploadWaitsForUnmeteredAndRestartsAfterAMeteredSwitch() throws {
         try start(eth0: false)
+        // Small socket buffers (the daemon's sending side, the server's receiving side): what the job has sent is
+        // then close to what the server has read, not megabytes parked in buffers. And a slow server (16 s for
+        // the file): the switch comes long before it could have the whole body, even on a slow machine.
+        try lab.lab.inHost("sysctl -qw net.ipv4.tcp_wmem='4096 16384 262144'")
+        try lab.lab.run("ip netns exec \(lab.lab.peer) sysctl -qw net.ipv4.tcp_rmem='4096 65536 262144'")
         let source = try file("big.bin", bytes: 8_000_000)
-        let id = try upload(source.path, to: url("big.bin?rate=2000000"))
+        let id = try upload(source.path, to: url("big.bin?rate=500000"))
         let deferred = try lab.waitFor(id, "deferred") { $0.state == .deferred && ($0.reason ?? "").contains("metered (wwan0)") }
         XCTAssertTrue(deferred.reason!.contains("8000000 bytes exceed the metered threshold"), deferred.reason!)
         XCTAssertTrue(requests().isEmpty)
         try lab.addEth0()
         try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesReceived > 0 }
-        usleep(1_000_000)
+        // Progress events are rate-limited; the job as shown is current.
+        var sending = try lab.client().job(TransferRequest(op: .show, job: id))
+        try eventually("the upload to have sent a quarter, not all", detail: "last: \(sending.state.rawValue) \(sending.bytesReceived)") {
+            sending = try lab.client().job(TransferRequest(op: .show, job: id))
+            return sending.state != .running || (2_000_000..<8_000_000).contains(sending.bytesReceived)
+        }
+        XCTAssertEqual(sending.state, .running, "still sending when the route turns metered")
         try lab.eth0Down()
-        let stopped = try lab.waitFor(id, "stopped by the metered switch", timeout: 5) { $0.state == .deferred }
+        let stopped = try lab.waitFor(id, "stopped by the metered switch", timeout: 30) { $0.state == .deferred }
         XCTAssertEqual(stopped.bytesReceived, 0, "an upload starts over")
         XCTAssertTrue(stopped.reason!.contains("metered (wwan0)"), stopped.reason!)
         try lab.eth0Up()
-        let done = try lab.waitFor(id, "completed", timeout: 40) { $0.state.isTerminal }
+        // The whole file again at the server's 500 kB/s: 16 s at least.
+        let done = try lab.waitFor(id, "completed", timeout: 120) { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
         XCTAssertEqual(try lab.sha256(received + "/big.bin"), source.sum)
-        usleep(300_000)
-        let complete = requests().filter { $0["completed"] as? Bool == true }
+        let complete = waited(for: { requests().filter { $0["completed"] as? Bool == true } }, until: { !$0.isEmpty })
         XCTAssertEqual(complete.count, 1)
         XCTAssertEqual(complete.first?["received"] as? Int, 8_000_000)
     }
@@ -138,7 +153,7 @@ final class UploadIntegrationTests: XCTestCase {
         let id = try upload(source.path, to: url("r.bin?status=503&times=1"))
         let done = try lab.waitFor(id, "completed after a retry") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(requests().map { $0["status"] as? Int }, [503, 201])
+        XCTAssertEqual(requests(atLeast: 2).map { $0["status"] as? Int }, [503, 201])
 
         let secret = lab.out + "/secret"
         try "root only".write(toFile: secret, atomically: true, encoding: .utf8)
