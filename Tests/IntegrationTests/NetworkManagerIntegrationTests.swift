@@ -38,24 +38,27 @@ final class NetworkManagerIntegrationTests: XCTestCase {
 
     /// Waits until reachd has logged NetworkManager's flags with `expected` (e.g. `eth0=no`) as the last ones.
     private func waitForLoggedFlags(_ expected: String, timeout: Double = 20) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let last = lab.log.split(separator: "\n").last { $0.contains("NetworkManager metered flags") }
-            if let last, last.contains("\"\(expected)\"") { return }
-            guard Date() < deadline else {
-                XCTFail("reachd did not log NetworkManager's flags \(expected); last: \(last ?? "none")")
-                throw LabError("reachd did not log \(expected): \(lab.log.suffix(3000))")
-            }
-            usleep(50_000)
+        let lastFlags = { self.lab.log.split(separator: "\n").last { $0.contains("NetworkManager metered flags") } }
+        try eventually("reachd to log NetworkManager's flags \(expected)", timeout: timeout, detail: "last: \(lastFlags() ?? "none")") {
+            lastFlags()?.contains("\"\(expected)\"") == true
         }
+    }
+
+    /// NetworkManager started with one profile for eth0, eth0 active: checks that NetworkManager itself
+    /// reports `expected` as the device's Metered value before reachd is asked.
+    @discardableResult
+    private func activateEth0(metered: ManagerMetered?, ipv4: RealNetworkManager.IPv4 = manual, expected: ManagerMetered,
+                              timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line) throws -> RealNetworkManager {
+        let manager = try XCTUnwrap(manager)
+        try manager.addProfile("test-eth0", interface: "eth0", metered: metered, ipv4: ipv4)
+        try manager.start()
+        XCTAssertEqual(try manager.waitForActivation("eth0", timeout: timeout), expected.rawValue, file: file, line: line)
+        return manager
     }
 
     /// connection.metered=1 → Device.Metered yes → metered, "NetworkManager: yes".
     func testMeteredYesProfile() throws {
-        let manager = try XCTUnwrap(manager)
-        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
-        try manager.start()
-        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        try activateEth0(metered: .yes, expected: .yes)
         try startDaemon()
         let subscriber = try lab.subscribe()
         let verdict = try subscriber.waitFor("metered by NetworkManager", timeout: 20) { $0.metered }.verdict
@@ -68,10 +71,7 @@ final class NetworkManagerIntegrationTests: XCTestCase {
 
     /// connection.metered=2 → Device.Metered no → unmetered, and reachd did read it.
     func testMeteredNoProfile() throws {
-        let manager = try XCTUnwrap(manager)
-        try manager.addProfile("test-eth0", interface: "eth0", metered: .no, ipv4: Self.manual)
-        try manager.start()
-        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.no.rawValue)
+        try activateEth0(metered: .no, expected: .no)
         try startDaemon()
         let subscriber = try lab.subscribe()
         try waitForLoggedFlags("eth0=no")
@@ -84,10 +84,7 @@ final class NetworkManagerIntegrationTests: XCTestCase {
 
     /// connection.metered unknown on ethernet: NetworkManager guesses no (4) → unmetered.
     func testUnknownOnEthernetIsGuessNo() throws {
-        let manager = try XCTUnwrap(manager)
-        try manager.addProfile("test-eth0", interface: "eth0", metered: nil, ipv4: Self.manual)
-        try manager.start()
-        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.guessNo.rawValue)
+        try activateEth0(metered: nil, expected: .guessNo)
         try startDaemon()
         let subscriber = try lab.subscribe()
         try waitForLoggedFlags("eth0=guess-no")
@@ -115,10 +112,7 @@ final class NetworkManagerIntegrationTests: XCTestCase {
 
     /// A profile changed with nmcli (modify + reapply) while reachd runs: the subscriber sees each change.
     func testProfileChangeIsFollowed() throws {
-        let manager = try XCTUnwrap(manager)
-        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
-        try manager.start()
-        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        let manager = try activateEth0(metered: .yes, expected: .yes)
         try startDaemon()
         let subscriber = try lab.subscribe()
         try subscriber.waitFor("metered by NetworkManager", timeout: 20) { $0.metered }
@@ -143,10 +137,7 @@ final class NetworkManagerIntegrationTests: XCTestCase {
     /// which the second run takes over as it is (as when the service is restarted), so that only
     /// NetworkManager's presence changes while reachd watches.
     func testNetworkManagerStartingLaterIsPickedUp() throws {
-        let manager = try XCTUnwrap(manager)
-        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
-        try manager.start()
-        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        let manager = try activateEth0(metered: .yes, expected: .yes)
         manager.stopManager()
 
         try startDaemon()
@@ -187,10 +178,7 @@ final class NetworkManagerIntegrationTests: XCTestCase {
 
     /// `[[interface]] match = "eth0" metered = false` wins over NetworkManager's yes.
     func testConfigurationWins() throws {
-        let manager = try XCTUnwrap(manager)
-        try manager.addProfile("test-eth0", interface: "eth0", metered: .yes, ipv4: Self.manual)
-        try manager.start()
-        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        try activateEth0(metered: .yes, expected: .yes)
         try startDaemon(config: "[[interface]]\nmatch = \"eth0\"\nmetered = false\n")
         let subscriber = try lab.subscribe()
         try waitForLoggedFlags("eth0=yes")

@@ -289,15 +289,9 @@ final class RealNetworkManager {
         return output
     }
 
-    /// Polls `condition` every 50 ms until it holds; throws (with NetworkManager's log) after `timeout` seconds.
+    /// `eventually`, with NetworkManager's log in the failure.
     func waitUntil(_ what: String, timeout: Double, _ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while try !condition() {
-            guard Date() < deadline else {
-                throw LabError("timed out after \(timeout) s waiting for \(what); NetworkManager's log:\n\(log.suffix(4000))")
-            }
-            usleep(50_000)
-        }
+        try eventually(what, timeout: timeout, detail: "NetworkManager's log:\n\(log.suffix(4000))", condition)
     }
 }
 
