@@ -76,12 +76,13 @@ install: build
 	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 
 # reachd_$(VERSION)_ARCH.deb in .build-deb/: release binaries (built in .build-deb/swift, beside the tests' debug
-# build) with the Swift runtime linked in, so that the package depends only on Debian's libraries, installed by
+# build) with the Swift runtime linked in, so that the package depends only on Debian's libraries, and bound at
+# load time (-z now: with the default -z relro, the GOT is read-only, as Debian's hardening wants), installed by
 # the install target under /usr, then packaged by packaging/build-deb and checked by lintian.
 deb:
 	$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(PACKAGING_PACKAGES)"
 	rm -rf .build-deb/root
-	$(MAKE) --no-print-directory install CONFIGURATION=release SWIFT_BUILD_FLAGS="--static-swift-stdlib --scratch-path .build-deb/swift" PREFIX=/usr \
+	$(MAKE) --no-print-directory install CONFIGURATION=release SWIFT_BUILD_FLAGS="--static-swift-stdlib -Xlinker -z -Xlinker now --scratch-path .build-deb/swift" PREFIX=/usr \
 	    UNITDIR=/lib/systemd/system DESTDIR=$(CURDIR)/.build-deb/root
 	packaging/build-deb .build-deb/root $(VERSION) .build-deb
 	lintian --fail-on error --suppress-tags no-manual-page .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
