@@ -164,6 +164,12 @@ final class NetLab {
         throw LabError("reachd did not answer on \(socketPath): \(log)")
     }
 
+    /// Sends `signal` to the daemon (`ip netns exec` execs it, so the process is the daemon itself).
+    func signalDaemon(_ signal: Int32) throws {
+        guard let daemon, daemon.isRunning else { throw LabError("no daemon running") }
+        kill(daemon.processIdentifier, signal)
+    }
+
     /// Sends SIGTERM and waits; returns the exit status.
     @discardableResult
     func stopDaemon() -> Int32? {
