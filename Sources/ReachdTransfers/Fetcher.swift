@@ -234,12 +234,14 @@ final class Fetcher: Sendable {
         }
     }
 
-    /// An upload's outcome from the server's answer: its status and the first 1 KiB of its body.
+    /// An upload's outcome from the server's answer: its status and the first 1 KiB of its body. Reading
+    /// stops there: the rest of an answer (which may never end) is not waited for.
     private func answer(_ response: HTTPClientResponse) async -> FetchOutcome {
         var snippet: [UInt8] = []
         do {
-            for try await chunk in response.body where snippet.count < 1024 {
+            for try await chunk in response.body {
                 snippet += chunk.readableBytesView.prefix(1024 - snippet.count)
+                if snippet.count >= 1024 { break }
             }
         } catch {
             if Task.isCancelled { return .stopped }

@@ -147,6 +147,19 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertEqual(complete.first?["received"] as? Int, 8_000_000)
     }
 
+    /// An answer that never ends: the job keeps its first 1 KiB and completes; the server sees the client go.
+    func testAnEndlessAnswerIsReadOnlyAsFarAsItIsKept() throws {
+        try start()
+        let source = try file("e.bin", bytes: 10_000)
+        let id = try upload(source.path, to: url("e.bin?endless=1"))
+        let done = try lab.waitFor(id, "completed", timeout: 30) { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(done.responseStatus, 201)
+        XCTAssertEqual(done.responseBody, String(repeating: "x", count: 1024))
+        let answered = try XCTUnwrap(requests(atLeast: 1).last)
+        XCTAssertLessThan(answered["answerBytes"] as? Int ?? .max, 4 << 20, "the client stopped reading long before the server would have")
+    }
+
     func testServerErrorIsRetriedAndAnUnreadableFileIsRefused() throws {
         try start()
         let source = try file("r.bin", bytes: 10_000)

@@ -2,7 +2,8 @@
 """Upload target for the integration tests: PUT stores the body, POST parses multipart/form-data and
 stores every part; each request is logged as a JSON line. /sink reads and drops the body (for the
 benchmark: nothing kept, 204 once all of it arrived). Fault injection by query parameters:
-rate=BYTES (read the body that slowly), status=CODE&times=N (answer CODE to the first N requests)."""
+rate=BYTES (read the body that slowly), status=CODE&times=N (answer CODE to the first N requests), endless=1 (answer
+201 with a body that never ends, for at most 60 s)."""
 import argparse, hashlib, json, os, sys, threading, time
 from email import policy
 from email.parser import BytesParser
@@ -64,6 +65,24 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.record(204, received, received == length)
 
+    def endless(self, received):
+        """A 201 whose body (no length, connection close) never ends: the client must stop reading by itself."""
+        self.close_connection = True
+        self.send_response(201)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        sent, deadline = 0, time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                self.wfile.write(b"x" * 4096)
+                self.wfile.flush()
+                sent += 4096
+                time.sleep(0.01)
+        except OSError:
+            pass
+        self.record(201, received, True, {"answerBytes": sent})
+
     def handle_upload(self):
         if urlsplit(self.path).path == "/sink":
             return self.sink()
@@ -83,6 +102,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         name = os.path.basename(urlsplit(self.path).path) or "upload"
+        if query.get("endless") == "1":
+            return self.endless(len(body))
         if self.command == "PUT":
             with open(os.path.join(args.dir, name), "wb") as out:
                 out.write(body)
