@@ -11,16 +11,12 @@ public struct CacheControl: Hashable, Sendable {
     /// `must-revalidate` (or `proxy-revalidate`, which a private cache may read the same way): a stale
     /// copy is never served without the server.
     public var mustRevalidate = false
-    /// `stale-if-error` (RFC 5861): seconds a stale copy may stand in for a 5xx answer.
-    public var staleIfError: Int64?
 
-    public init(maxAge: Int64? = nil, noStore: Bool = false, noCache: Bool = false, mustRevalidate: Bool = false,
-                staleIfError: Int64? = nil) {
+    public init(maxAge: Int64? = nil, noStore: Bool = false, noCache: Bool = false, mustRevalidate: Bool = false) {
         self.maxAge = maxAge
         self.noStore = noStore
         self.noCache = noCache
         self.mustRevalidate = mustRevalidate
-        self.staleIfError = staleIfError
     }
 
     /// From the header's value (nil: no header). A repeated directive keeps its most restrictive reading:
@@ -40,8 +36,6 @@ public struct CacheControl: Hashable, Sendable {
             switch name.lowercased() {
             case "max-age":
                 if let seconds = argument.flatMap(tokenOrQuotedString).flatMap(deltaSeconds) { maxAge = min(maxAge ?? seconds, seconds) }
-            case "stale-if-error":
-                if let seconds = argument.flatMap(tokenOrQuotedString).flatMap(deltaSeconds) { staleIfError = seconds }
             case "no-store":
                 noStore = true
             case "no-cache":

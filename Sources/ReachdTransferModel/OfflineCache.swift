@@ -23,18 +23,19 @@ public struct CacheFreshness: Hashable, Sendable {
         self.init(mustRevalidate: directives.mustRevalidate || directives.noCache)
         guard !directives.noCache, !directives.noStore else { return }
         let nowSeconds = now.microseconds / 1_000_000
-        let dateSeconds = date.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) }
+        // Without a Date the response counts as sent now.
+        let sent = date.flatMap { HTTPDate.unixSeconds($0.trimmingSpaces) } ?? nowSeconds
         let lifetime: Int64
         if let maxAge = directives.maxAge {
             lifetime = maxAge
         } else if let expires {
             // An invalid Expires (such as "0") means already expired.
             guard let until = HTTPDate.unixSeconds(expires.trimmingSpaces) else { return }
-            lifetime = until.saturatingAdd(-(dateSeconds ?? nowSeconds))
+            lifetime = until.saturatingAdd(-sent)
         } else {
             return
         }
-        let apparentAge = max(0, nowSeconds.saturatingAdd(-(dateSeconds ?? nowSeconds)))
+        let apparentAge = max(0, nowSeconds.saturatingAdd(-sent))
         let initialAge = max(apparentAge, age.flatMap { deltaSeconds($0.trimmingSpaces) } ?? 0)
         let remaining = lifetime.saturatingAdd(-initialAge)
         guard remaining > 0 else { return }

@@ -1,5 +1,6 @@
 import Crypto
 import Logging
+import NIOHTTP1
 import ReachdDaemon
 import ReachdModel
 import ReachdProtocol
@@ -94,8 +95,7 @@ actor OfflineCache {
         case .notModified(let headers):
             await files.remove(temporary, as: owner)
             guard var entry else { return .failure(ProtocolError(.unavailable, "the server answered 304 to an unconditional request")) }
-            entry.freshness = CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
-                                             date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now)
+            entry.freshness = Self.freshness(headers, now: now)
             entry.validated = now
             try? store.saveCacheEntry(entry)
             var result = served(entry, reason: nil, now: now)
@@ -112,8 +112,7 @@ actor OfflineCache {
                 uid: owner.uid, key: key, url: url, file: file, size: size, status: status,
                 contentType: headers.first(name: "Content-Type"),
                 validators: Fetcher.validators(headers),
-                freshness: CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
-                                          date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now),
+                freshness: Self.freshness(headers, now: now),
                 validated: now, lastUsed: now
             )
             do {
@@ -139,6 +138,12 @@ actor OfflineCache {
             }
             return .success(served(entry, reason: "the network failed: \(reason)", now: now))
         }
+    }
+
+    /// How long a response received `now` stays fresh, from its Cache-Control, Expires, Date and Age.
+    private static func freshness(_ headers: HTTPHeaders, now: Timestamp) -> CacheFreshness {
+        CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
+                       date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now)
     }
 
     /// The entry as a result, its use recorded.
