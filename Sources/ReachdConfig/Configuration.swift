@@ -23,6 +23,9 @@ public struct Configuration: Hashable, Sendable {
     public var netrcPath: String?
     /// `[downloads] ca_file`: PEM certificates trusted for https besides the system's.
     public var caFile: String?
+    /// `[downloads] read_timeout_seconds`: a server that sends nothing for this long loses the connection
+    /// (the attempt is retried later).
+    public var readTimeoutSeconds: Double = 30
     /// `[cache] capacity_bytes`: the offline cache's size; least recently used entries go beyond it.
     public var cacheCapacity: Int64 = 256 * 1024 * 1024
 
@@ -87,9 +90,11 @@ extension Configuration {
         }
         if let value = table["downloads"] {
             guard let section = value.table else { throw ConfigurationError("\"downloads\" must be a table: write [downloads]") }
-            for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file"].contains(key) {
-                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, metered_threshold, netrc)")
+            for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file", "read_timeout_seconds"].contains(key) {
+                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, metered_threshold, netrc, read_timeout_seconds)")
             }
+            readTimeoutSeconds = try Self.seconds(section["read_timeout_seconds"], name: "downloads: read_timeout_seconds",
+                                                  default: readTimeoutSeconds, minimum: 0.1)
             for (key, value) in [("netrc", section["netrc"]), ("ca_file", section["ca_file"])] {
                 guard let value else { continue }
                 guard let path = value.string, path.hasPrefix("/") else { throw ConfigurationError("downloads: \"\(key)\" must be an absolute path") }

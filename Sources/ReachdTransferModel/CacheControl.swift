@@ -8,19 +8,24 @@ public struct CacheControl: Hashable, Sendable {
     public var noStore = false
     /// `no-cache` (unqualified): a stored copy must be revalidated before each use.
     public var noCache = false
-    /// `must-revalidate` (or `proxy-revalidate`, which a private cache may read the same way): a stale
-    /// copy is never served without the server.
+    /// `must-revalidate`: a stale copy is never served without the server. (`proxy-revalidate` binds shared
+    /// caches only and is ignored, as are `public` and `private`, which change nothing for a private cache.)
     public var mustRevalidate = false
+    /// `stale-if-error` (RFC 5861): for this many seconds after going stale, the copy may stand in for a
+    /// 500, 502, 503 or 504 answer.
+    public var staleIfError: Int64?
 
-    public init(maxAge: Int64? = nil, noStore: Bool = false, noCache: Bool = false, mustRevalidate: Bool = false) {
+    public init(maxAge: Int64? = nil, noStore: Bool = false, noCache: Bool = false, mustRevalidate: Bool = false,
+                staleIfError: Int64? = nil) {
         self.maxAge = maxAge
         self.noStore = noStore
         self.noCache = noCache
         self.mustRevalidate = mustRevalidate
+        self.staleIfError = staleIfError
     }
 
     /// From the header's value (nil: no header). A repeated directive keeps its most restrictive reading:
-    /// the smaller `max-age`.
+    /// the smaller `max-age` or `stale-if-error`.
     public init(_ header: String?) {
         guard let header else { return }
         for member in listMembers(header) {
@@ -41,8 +46,10 @@ public struct CacheControl: Hashable, Sendable {
             case "no-cache":
                 // `no-cache="field"` only restricts those fields of a shared cache's copy; unqualified, it binds us.
                 if argument == nil { noCache = true }
-            case "must-revalidate", "proxy-revalidate":
+            case "must-revalidate":
                 mustRevalidate = true
+            case "stale-if-error":
+                if let seconds = argument.flatMap(tokenOrQuotedString).flatMap(deltaSeconds) { staleIfError = min(staleIfError ?? seconds, seconds) }
             default:
                 continue
             }

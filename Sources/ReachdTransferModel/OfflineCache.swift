@@ -8,10 +8,13 @@ public struct CacheFreshness: Hashable, Sendable {
     public var freshUntil: Timestamp?
     /// Stale copies must not be served without the server's say (`must-revalidate`, `no-cache`).
     public var mustRevalidate: Bool
+    /// Until then the copy may stand in for a 500, 502, 503 or 504 answer (`stale-if-error`); nil: never.
+    public var staleIfErrorUntil: Timestamp?
 
-    public init(freshUntil: Timestamp? = nil, mustRevalidate: Bool = false) {
+    public init(freshUntil: Timestamp? = nil, mustRevalidate: Bool = false, staleIfErrorUntil: Timestamp? = nil) {
         self.freshUntil = freshUntil
         self.mustRevalidate = mustRevalidate
+        self.staleIfErrorUntil = staleIfErrorUntil
     }
 
     /// From the response headers, received at `now` (Unix seconds for HTTP dates).
@@ -21,6 +24,11 @@ public struct CacheFreshness: Hashable, Sendable {
 
     public init(_ directives: CacheControl, expires: String?, date: String?, age: String? = nil, now: Timestamp) {
         self.init(mustRevalidate: directives.mustRevalidate || directives.noCache)
+        defer {
+            if !mustRevalidate, let seconds = directives.staleIfError {
+                staleIfErrorUntil = (freshUntil ?? now).adding(seconds: seconds)
+            }
+        }
         guard !directives.noCache, !directives.noStore else { return }
         let nowSeconds = now.microseconds / 1_000_000
         // Without a Date the response counts as sent now.
@@ -39,14 +47,84 @@ public struct CacheFreshness: Hashable, Sendable {
         let initialAge = max(apparentAge, age.flatMap { deltaSeconds($0.trimmingSpaces) } ?? 0)
         let remaining = lifetime.saturatingAdd(-initialAge)
         guard remaining > 0 else { return }
-        freshUntil = Timestamp(microseconds: now.microseconds.saturatingAdd(remaining.saturatingMultiply(1_000_000)))
+        freshUntil = now.adding(seconds: remaining)
     }
 
     public func isFresh(at now: Timestamp) -> Bool { freshUntil.map { now < $0 } ?? false }
 }
 
+extension Timestamp {
+    /// `seconds` later, saturating.
+    func adding(seconds: Int64) -> Timestamp {
+        Timestamp(microseconds: microseconds.saturatingAdd(seconds.saturatingMultiply(1_000_000)))
+    }
+}
+
+/// The request header fields a response's `Vary` names (RFC 9111 §4.1): a stored response is used only for
+/// a request that sends the same values for them. `Vary: *`, a member that is not a field name, or more than
+/// 63 members, match no request.
+public struct CacheVary: Hashable, Sendable {
+    /// Lowercased, sorted, without repeats.
+    public var fields: [String]
+    /// `*`: the response is never reused.
+    public var matchesNothing: Bool
+    private static let memberLimit = 64
+
+    public init(_ header: String?) {
+        fields = []
+        matchesNothing = false
+        guard let header else { return }
+        var names = Set<String>()
+        let members = listMembers(header, limit: Self.memberLimit)
+        // More names than are read: the ones dropped might matter, so nothing matches.
+        if members.count == Self.memberLimit { matchesNothing = true }
+        for member in members {
+            if member == "*" || !isToken(member) {
+                matchesNothing = true
+                continue
+            }
+            names.insert(member.lowercased())
+        }
+        fields = names.sorted()
+    }
+
+    /// The request's values of the varied fields, one `name: value` line each (absent fields as empty
+    /// values), to compare with the stored request's. Hash it before storing: it may hold credentials.
+    public func selectingText(of requestHeaders: [(name: String, value: String)]) -> String {
+        fields.map { field in
+            let values = requestHeaders.filter { $0.name.lowercased() == field }.map(\.value)
+            return "\(field): \(values.joined(separator: ", "))\n"
+        }.joined()
+    }
+}
+
+/// Whether a 200 answer may be kept for later requests, as a private cache decides (RFC 9111 §3):
+/// never with `no-store` or `Vary: *`. `private` and `public` change nothing for a private cache.
+public enum CacheAdmission {
+    /// nil: reusable; else why the copy is handed over once and never served again.
+    public static func refusal(_ directives: CacheControl, vary: CacheVary) -> String? {
+        if directives.noStore { return "the server forbids storing it (no-store)" }
+        if vary.matchesNothing { return "the server says it varies on everything (Vary: *)" }
+        return nil
+    }
+}
+
 /// What `fetch` does for a URL, from the cached copy (if any) and the route to its host.
 public enum CacheSource: Hashable, Sendable {
+    /// After the server answered `status` (neither 200 nor 304): the stale copy's size-free facts decide
+    /// whether it may stand in. The answer is reported unless the route is metered, or the status is 500,
+    /// 502, 503 or 504 and `stale-if-error` (the copy's, or the error answer's) still covers `now`; a copy
+    /// that demands revalidation never stands in. Returns the reason to serve the copy, or nil to report.
+    public static func standIn(status: Int, errorDirectives: CacheControl, copy: CacheFreshness?, metered: Bool,
+                               now: Timestamp) -> String? {
+        guard let copy, !copy.mustRevalidate else { return nil }
+        if metered { return "the server answered \(status) and the route is metered" }
+        guard [500, 502, 503, 504].contains(status) else { return nil }
+        let errorWindow = errorDirectives.staleIfError.map { (copy.freshUntil ?? now).adding(seconds: $0) }
+        guard let until = [copy.staleIfErrorUntil, errorWindow].compactMap({ $0 }).max(), now < until else { return nil }
+        return "the server answered \(status) and allows a stale copy then (stale-if-error)"
+    }
+
     /// Ask the server (conditionally when there is a copy); `limit`: give up on bodies larger than this.
     case network(limit: Int64?)
     /// Serve the copy; `reason` says why the network was not used.

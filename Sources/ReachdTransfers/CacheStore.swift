@@ -13,6 +13,12 @@ struct CacheEntry: Sendable {
     var contentType: String?
     var validators: Validators
     var freshness: CacheFreshness
+    /// false: handed to its caller once (`no-store`, `Vary: *`) and never served again; kept only until
+    /// replaced or evicted.
+    var reusable: Bool
+    /// The request fields the response varies on (comma-separated), and a digest of the values the request sent.
+    var varyFields: String
+    var varyKey: String
     /// When the server last sent or confirmed the body.
     var validated: Timestamp
     var lastUsed: Timestamp
@@ -31,12 +37,14 @@ extension JobStore {
             try db.execute(
                 sql: """
                     INSERT OR REPLACE INTO cacheEntry (uid, key, url, file, size, status, contentType, etag, lastModified,
-                      freshUntil, mustRevalidate, validated, lastUsed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      freshUntil, mustRevalidate, staleIfErrorUntil, reusable, varyFields, varyKey, validated, lastUsed)
+                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     Int64(entry.uid), entry.key, entry.url, entry.file, entry.size, entry.status, entry.contentType,
                     entry.validators.etag, entry.validators.lastModified, entry.freshness.freshUntil?.microseconds,
-                    entry.freshness.mustRevalidate, entry.validated.microseconds, entry.lastUsed.microseconds,
+                    entry.freshness.mustRevalidate, entry.freshness.staleIfErrorUntil?.microseconds, entry.reusable,
+                    entry.varyFields, entry.varyKey, entry.validated.microseconds, entry.lastUsed.microseconds,
                 ]
             )
         }
@@ -65,7 +73,9 @@ extension JobStore {
             status: row["status"], contentType: row["contentType"],
             validators: Validators(etag: row["etag"], lastModified: row["lastModified"]),
             freshness: CacheFreshness(freshUntil: (row["freshUntil"] as Int64?).map(Timestamp.init(microseconds:)),
-                                      mustRevalidate: row["mustRevalidate"]),
+                                      mustRevalidate: row["mustRevalidate"],
+                                      staleIfErrorUntil: (row["staleIfErrorUntil"] as Int64?).map(Timestamp.init(microseconds:))),
+            reusable: row["reusable"], varyFields: row["varyFields"], varyKey: row["varyKey"],
             validated: Timestamp(microseconds: row["validated"]), lastUsed: Timestamp(microseconds: row["lastUsed"])
         )
     }

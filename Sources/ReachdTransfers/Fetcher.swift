@@ -58,14 +58,14 @@ final class Fetcher: Sendable {
     /// Write-back is started every this many bytes.
     static let writeBackBytes: Int64 = 16 << 20
 
-    /// `caFile`: PEM certificates trusted besides the system's.
-    init(caFile: String?, logger: Logger) {
+    /// `caFile`: PEM certificates trusted besides the system's; `readTimeout`: seconds a server may stay silent.
+    init(caFile: String?, readTimeout: Double, logger: Logger) {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .follow(max: 5, allowCycles: false),
-            timeout: .init(connect: .seconds(10), read: .seconds(30)),
+            timeout: .init(connect: .seconds(10), read: .milliseconds(Int64(readTimeout * 1000))),
             decompression: .disabled
         )
         configuration.httpVersion = .http1Only
@@ -93,10 +93,7 @@ final class Fetcher: Sendable {
     /// The size from a HEAD request, nil when the server does not say (or the request fails). Sent like
     /// every other request, so credentials go only where `send` lets them.
     func size(of url: String, credentials: Credentials?, allowInsecureAuth: Bool) async -> Int64? {
-        var request = HTTPClientRequest(url: url)
-        request.method = .HEAD
-        request.headers.add(name: "Accept-Encoding", value: "identity")
-        request.headers.add(name: "Connection", value: "close")
+        let request = Self.request(url, method: .HEAD)
         guard case .success(let response) = await send(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth,
                                                        deadline: .now() + .seconds(30)),
               response.status == .ok else { return nil }
@@ -107,10 +104,7 @@ final class Fetcher: Sendable {
     /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
     func fetch(_ job: Job, fd: Int32, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         let plan = ResumePlan.request(offset: offset, validators: job.validators, installed: job.isRefreshing ? job.current : nil)
-        var request = HTTPClientRequest(url: job.url)
-        request.headers.add(name: "Accept-Encoding", value: "identity")
-        request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
-        request.headers.add(name: "Connection", value: "close")
+        var request = Self.request(job.url)
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
         let response: HTTPClientResponse
         switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
@@ -159,6 +153,26 @@ final class Fetcher: Sendable {
         Validators(etag: headers.first(name: "ETag"), lastModified: headers.first(name: "Last-Modified"), date: headers.first(name: "Date"))
     }
 
+    /// The header fields every request starts with: who asks, a connection of its own, and the bytes as the
+    /// server stores them (no content coding).
+    static let commonFields: [(name: String, value: String)] = [
+        ("User-Agent", "reachd-transfers/1"), ("Connection", "close"), ("Accept-Encoding", "identity"),
+    ]
+
+    /// Every request is made here and sent through `send`, which alone adds credentials: one path for the
+    /// rule of where they may go.
+    static func request(_ url: String, method: HTTPMethod = .GET) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        for field in commonFields { request.headers.add(name: field.name, value: field.value) }
+        return request
+    }
+
+    /// The fields a request sent through `send` with `credentials` carries besides its own (for the cache's Vary check).
+    static func sentFields(credentials: Credentials?) -> [(name: String, value: String)] {
+        commonFields + (credentials.map { [("Authorization", $0.authorization)] } ?? [])
+    }
+
     /// Sends `request` (with the credentials, over https or when the job allows plain http); a failure is
     /// the job's outcome.
     private func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool,
@@ -200,10 +214,7 @@ final class Fetcher: Sendable {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
         while true {
-            var request = HTTPClientRequest(url: job.url)
-            request.method = job.method == .post ? .POST : .PUT
-            request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
-            request.headers.add(name: "Connection", value: "close")
+            var request = Self.request(job.url, method: job.method == .post ? .POST : .PUT)
             var prefix: [UInt8] = [], suffix: [UInt8] = [], delimiter: [UInt8]?
             if job.method == .post {
                 let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
@@ -261,18 +272,20 @@ final class Fetcher: Sendable {
     enum CacheFetch: Sendable {
         case notModified(HTTPHeaders)
         case stored(status: Int, headers: HTTPHeaders, size: Int64)
+        /// Neither 200 nor 304: the answer's status and headers (its body is not read).
+        case answered(status: Int, headers: HTTPHeaders)
         case tooLarge(Int64?)
+        /// No usable answer (network, TLS, a body that broke off or was refused).
         case failed(String)
     }
 
-    /// GETs `url` into `fd` for the offline cache: conditional on `cached` validators, giving up on bodies over `limit`.
+    /// GETs `url` into `fd` for the offline cache: conditional on `cached` validators, giving up on bodies over
+    /// `limit` (announced or received), and on a body shorter than its Content-Length.
     func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, fd: Int32, credentials: Credentials?) async -> CacheFetch {
-        var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "Accept-Encoding", value: "identity")
-        request.headers.add(name: "User-Agent", value: "reachd-transfers/1")
-        request.headers.add(name: "Connection", value: "close")
+        var request = Self.request(url)
         if let etag = cached?.etag { request.headers.add(name: "If-None-Match", value: etag) }
         else if let date = cached?.lastModified { request.headers.add(name: "If-Modified-Since", value: date) }
+        let conditional = cached?.etag != nil || cached?.lastModified != nil
         let response: HTTPClientResponse
         switch await send(request, credentials: credentials, allowInsecureAuth: false) {
         case .failure(let error):
@@ -282,8 +295,11 @@ final class Fetcher: Sendable {
         case .success(let answer): response = answer
         }
         let status = Int(response.status.code)
-        if status == 304 { return .notModified(response.headers) }
-        guard status == 200 else { return .failed("server answered \(status)") }
+        if status == 304 {
+            guard conditional else { return .failed("the server answered 304 to an unconditional request") }
+            return .notModified(response.headers)
+        }
+        guard status == 200 else { return .answered(status: status, headers: response.headers) }
         if let refusal = ResumePlan.refusal(contentEncoding: response.headers.first(name: "Content-Encoding")) { return .failed(refusal) }
         let length = contentLength(response.headers.first(name: "Content-Length"))
         if let limit, (length ?? Int64.max) > limit { return .tooLarge(length) }

@@ -93,6 +93,14 @@ public final class JobStore: Sendable {
             // Partial files kept by earlier versions have no proof of a strong date: they restart rather than risk a splice.
             try db.alter(table: "job") { t in t.add(column: "lastModifiedStrong", .boolean).notNull().defaults(to: false) }
         }
+        migrator.registerMigration("v7: cache entries with Vary, stale-if-error and no-store") { db in
+            try db.alter(table: "cacheEntry") { t in
+                t.add(column: "reusable", .boolean).notNull().defaults(to: true)
+                t.add(column: "varyFields", .text).notNull().defaults(to: "")
+                t.add(column: "varyKey", .text).notNull().defaults(to: "")
+                t.add(column: "staleIfErrorUntil", .integer)
+            }
+        }
         return migrator
     }
 

@@ -57,7 +57,8 @@ actor OfflineCache {
 
     private func resolve(url: String, key: String, host: String, owner: Owner) async -> Result<FetchResult, ProtocolError> {
         let now = Timestamp.now()
-        let entry = try? store.cacheEntry(uid: owner.uid, key: key)
+        let credentials = await credentials.credentials(for: url, owner: owner)
+        let entry = (try? store.cacheEntry(uid: owner.uid, key: key)).flatMap { Self.usable($0, credentials: credentials) }
         let verdict = await hosts.verdict(for: host).verdict
         let source = CacheSource.decide(host: host, verdict: verdict, cachedSize: entry?.size, freshness: entry?.freshness,
                                         threshold: threshold, now: now)
@@ -68,19 +69,42 @@ actor OfflineCache {
             guard let entry else { return .failure(ProtocolError(.unavailable, reason)) }
             return .success(served(entry, reason: reason, now: now))
         case .network(let limit):
-            return await network(url: url, key: key, owner: owner, entry: entry, limit: limit, now: now)
+            return await network(url: url, key: key, owner: owner, entry: entry, limit: limit, credentials: credentials,
+                                 metered: verdict.metered, now: now)
         }
     }
 
-    private func network(url: String, key: String, owner: Owner, entry: CacheEntry?, limit: Int64?, now: Timestamp) async
-        -> Result<FetchResult, ProtocolError> {
+    /// The stored entry if it may answer this request: reusable, and the request sends the values the
+    /// response varied on.
+    private static func usable(_ entry: CacheEntry, credentials: Credentials?) -> CacheEntry? {
+        guard entry.reusable, varyKey(CacheVary(entry.varyFields), credentials: credentials) == entry.varyKey else { return nil }
+        return entry
+    }
+
+    /// A digest of the request's values of the varied fields ("" when the response varies on none): they may
+    /// include the Authorization header, which is not stored.
+    private static func varyKey(_ vary: CacheVary, credentials: Credentials?) -> String {
+        guard !vary.fields.isEmpty else { return "" }
+        return hex(SHA256.hash(data: Array(vary.selectingText(of: Fetcher.sentFields(credentials: credentials)).utf8)))
+    }
+
+    private static func hex(_ digest: some Sequence<UInt8>) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+
+    /// A list-valued header's lines as one value (a server may split `Cache-Control` or `Vary` over several).
+    private static func list(_ headers: HTTPHeaders, _ name: String) -> String? {
+        let lines = headers[name]
+        return lines.isEmpty ? nil : lines.joined(separator: ", ")
+    }
+
+    private func network(url: String, key: String, owner: Owner, entry: CacheEntry?, limit: Int64?, credentials: Credentials?,
+                         metered: Bool, now: Timestamp) async -> Result<FetchResult, ProtocolError> {
         let userDirectory = "\(directory)/\(owner.uid)"
         do {
             try makeUserDirectory(userDirectory, owner: owner)
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
-        let name = SHA256.hash(data: Array(key.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let name = Self.hex(SHA256.hash(data: Array(key.utf8)).prefix(16))
         let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).\(UInt32.random(in: .min ... .max)).tmp"
         let fd: Int32
         do {
@@ -88,12 +112,13 @@ actor OfflineCache {
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
-        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: limit, fd: fd,
-                                                credentials: await credentials.credentials(for: url, owner: owner))
+        // A body larger than the whole cache cannot be kept: the capacity bounds what a server can make us write.
+        let bound = min(limit ?? capacity, capacity)
+        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, fd: fd, credentials: credentials)
         close(fd)
+        if case .stored = outcome {} else { await files.remove(temporary, as: owner) }
         switch outcome {
         case .notModified(let headers):
-            await files.remove(temporary, as: owner)
             guard var entry else { return .failure(ProtocolError(.unavailable, "the server answered 304 to an unconditional request")) }
             entry.freshness = Self.freshness(headers, now: now)
             entry.validated = now
@@ -108,11 +133,17 @@ actor OfflineCache {
                 await files.remove(temporary, as: owner)
                 return .failure(ProtocolError(.internalError, "\(error)"))
             }
+            let directives = CacheControl(Self.list(headers, "Cache-Control"))
+            let vary = CacheVary(Self.list(headers, "Vary"))
+            let refusal = CacheAdmission.refusal(directives, vary: vary)
+            if let refusal { logger.debug("cache: \(url) is handed over once and not kept: \(refusal)") }
             let stored = CacheEntry(
                 uid: owner.uid, key: key, url: url, file: file, size: size, status: status,
                 contentType: headers.first(name: "Content-Type"),
                 validators: Fetcher.validators(headers),
                 freshness: Self.freshness(headers, now: now),
+                reusable: refusal == nil, varyFields: vary.fields.joined(separator: ", "),
+                varyKey: Self.varyKey(vary, credentials: credentials),
                 validated: now, lastUsed: now
             )
             do {
@@ -124,15 +155,20 @@ actor OfflineCache {
             var result = served(stored, reason: nil, now: now)
             result.source = "network"
             return .success(result)
-        case .tooLarge(let size):
-            await files.remove(temporary, as: owner)
-            let what = size.map { "the body (\($0) bytes)" } ?? "the body"
-            guard let entry else {
-                return .failure(ProtocolError(.unavailable, "not cached, and \(what) is too large for the metered route (over \(threshold) bytes)"))
+        case .answered(let status, let headers):
+            let errorDirectives = CacheControl(Self.list(headers, "Cache-Control"))
+            if let entry, let why = CacheSource.standIn(status: status, errorDirectives: errorDirectives, copy: entry.freshness,
+                                                       metered: metered, now: now) {
+                return .success(served(entry, reason: why, now: now))
             }
-            return .success(served(entry, reason: "\(what) is too large for the metered route", now: now))
+            return .failure(ProtocolError(.unavailable, "the server answered \(status)"))
+        case .tooLarge(let size):
+            let what = size.map { "the body (\($0) bytes)" } ?? "the body"
+            let why = bound < (limit ?? .max) ? "is larger than the cache (\(capacity) bytes)"
+                                              : "is too large for the metered route (over \(threshold) bytes)"
+            guard let entry else { return .failure(ProtocolError(.unavailable, "not cached, and \(what) \(why)")) }
+            return .success(served(entry, reason: "\(what) \(why)", now: now))
         case .failed(let reason):
-            await files.remove(temporary, as: owner)
             guard let entry, !entry.freshness.mustRevalidate else {
                 return .failure(ProtocolError(.unavailable, "not cached, and the network failed: \(reason)"))
             }
@@ -142,7 +178,7 @@ actor OfflineCache {
 
     /// How long a response received `now` stays fresh, from its Cache-Control, Expires, Date and Age.
     private static func freshness(_ headers: HTTPHeaders, now: Timestamp) -> CacheFreshness {
-        CacheFreshness(cacheControl: headers.first(name: "Cache-Control"), expires: headers.first(name: "Expires"),
+        CacheFreshness(cacheControl: list(headers, "Cache-Control"), expires: headers.first(name: "Expires"),
                        date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now)
     }
 

@@ -43,7 +43,7 @@ public enum TransferService {
         try makeDirectory(options.stateDirectory, mode: 0o700)
         let store = try JobStore(directory: options.stateDirectory)
         let files = try UserFiles()
-        let fetcher = Fetcher(caFile: options.configuration.caFile, logger: logger)
+        let fetcher = Fetcher(caFile: options.configuration.caFile, readTimeout: options.configuration.readTimeoutSeconds, logger: logger)
         let network = try NetworkView(
             configuration: options.configuration, watcher: options.watcher, networkManager: options.networkManager, logger: logger
         )

@@ -8,6 +8,8 @@ struct FaultOptions {
     var dropTimes = 1
     var status: Int?
     var statusTimes = 1
+    /// The status is answered only after this many requests were served normally.
+    var statusAfter = 0
     var retryAfter: String?
     var ignoreRange = false
     /// Serve a Range whatever If-Range says (a server that splices versions unless the client checks).
@@ -18,6 +20,10 @@ struct FaultOptions {
     var noLength = false
     var redirect: Int?
     var cacheControl: String?
+    var vary: String?
+    var age: String?
+    /// The body one byte per this many milliseconds (a server that trickles).
+    var trickleMilliseconds: Int64?
 
     init(query: String) {
         for (key, value) in Self.parameters(query) {
@@ -27,6 +33,7 @@ struct FaultOptions {
             case "drop-times": dropTimes = Int(value) ?? dropTimes
             case "status": status = Int(value)
             case "status-times": statusTimes = Int(value) ?? statusTimes
+            case "status-after": statusAfter = Int(value) ?? statusAfter
             case "retry-after": retryAfter = value
             case "ignore-range": ignoreRange = value == "1"
             case "ignore-if-range": ignoreIfRange = value == "1"
@@ -35,6 +42,9 @@ struct FaultOptions {
             case "no-length": noLength = value == "1"
             case "redirect": redirect = Int(value)
             case "cache-control": cacheControl = value
+            case "vary": vary = value
+            case "age": age = value
+            case "trickle": trickleMilliseconds = Int64(value).map { max(1, $0) }
             default: break
             }
         }

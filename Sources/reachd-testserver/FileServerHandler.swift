@@ -23,7 +23,8 @@ final class FileServerHandler: ChannelInboundHandler {
         var offset: Int64 = 0
         var remaining: Int64 = 0  // file bytes still to write
         var dropAtEnd = false  // close the connection instead of ending the response
-        var ratePiece: Int64?  // throttled: bytes per 50 ms tick
+        var ratePiece: Int64?  // throttled: bytes per tick
+        var tick = TimeAmount.milliseconds(50)
         var deadline = NIODeadline.now()
     }
 
@@ -96,9 +97,10 @@ final class FileServerHandler: ChannelInboundHandler {
             let location = origin + path + (next.isEmpty ? "" : "?" + next)
             return start(transfer, .found, ["location": location], context)
         }
-        if let code = faults.status, count <= faults.statusTimes {
+        if let code = faults.status, count > faults.statusAfter, count <= faults.statusAfter + faults.statusTimes {
             var headers = HTTPHeaders()
             if let retryAfter = faults.retryAfter { headers.add(name: "retry-after", value: retryAfter) }
+            if let cacheControl = faults.cacheControl { headers.add(name: "cache-control", value: cacheControl) }
             return start(transfer, HTTPResponseStatus(statusCode: code), headers, context)
         }
         let filePath = ([root] + components.map(String.init)).joined(separator: "/")
@@ -126,6 +128,8 @@ final class FileServerHandler: ChannelInboundHandler {
         var headers: HTTPHeaders = ["content-type": "application/octet-stream", "accept-ranges": "bytes"]
         if let cacheControl = faults.cacheControl { headers.add(name: "cache-control", value: cacheControl) }
         if let encoding = faults.contentEncoding { headers.add(name: "content-encoding", value: encoding) }
+        if let vary = faults.vary { headers.add(name: "vary", value: vary) }
+        if let age = faults.age { headers.add(name: "age", value: age) }
         if !faults.noValidators {
             headers.add(name: "etag", value: info.etag)
             headers.add(name: "last-modified", value: info.lastModified)
@@ -161,6 +165,9 @@ final class FileServerHandler: ChannelInboundHandler {
                 transfer.dropAtEnd = true
             }
             transfer.ratePiece = faults.rate.map { max(1, $0 / 20) }
+            if let interval = faults.trickleMilliseconds {
+                (transfer.ratePiece, transfer.tick) = (1, .milliseconds(interval))
+            }
         }
         start(transfer, status, headers, context)
     }
@@ -232,7 +239,7 @@ final class FileServerHandler: ChannelInboundHandler {
             guard self.transfer?.ratePiece != nil, let deadline = self.transfer?.deadline else {
                 return self.sendNext(context: context)
             }
-            let next = max(deadline + .milliseconds(50), .now())
+            let next = max(deadline + (self.transfer?.tick ?? .milliseconds(50)), .now())
             self.transfer?.deadline = next
             context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { self.sendNext(context: context) }
         }

@@ -12,25 +12,32 @@ final class AuthIntegrationTests: XCTestCase {
     private static let password = "pa55 w0rd-\(getpid())"
     private static let token = "t0ken-\(getpid())-secret"
     private var tls: String { lab.lab.directory + "/tls" }
+    private var credentialLog: String { lab.lab.directory + "/credentials.log" }
 
     override func setUpWithError() throws {
         lab = try TransferLab()
-        try lab.lab.hostsFile(["mirror.test": TransferLab.serverAddress, "tokens.test": TransferLab.serverAddress])
+        try lab.lab.hostsFile(["mirror.test": TransferLab.serverAddress, "tokens.test": TransferLab.serverAddress,
+                               "other.test": TransferLab.serverAddress])
         try makeCertificates()
         let htpasswd = lab.lab.directory + "/htpasswd"
         try lab.lab.run("printf 'alice:%s\\n' \"$(openssl passwd -apr1 '\(Self.password)')\" > \(htpasswd)")
+        // Every request with the Authorization it carried, for the capture test.
         try lab.startNginx(servers: """
+            log_format credentials '$host:$server_port $request_method $uri $status "$http_authorization"';
+            access_log \(credentialLog) credentials;
             server {
               listen \(TransferLab.serverAddress):8443 ssl;
               ssl_certificate \(tls)/server.pem; ssl_certificate_key \(tls)/server.key;
               root \(lab.www);
-              location /basic/ { auth_basic "reachd"; auth_basic_user_file \(htpasswd); }
+              location /basic/ { auth_basic "reachd"; auth_basic_user_file \(htpasswd); dav_methods PUT; }
+              location = /basic/moved { return 302 http://other.test:8080/basic/landing.bin; }
               location /bearer/ { if ($http_authorization != "Bearer \(Self.token)") { return 401; } }
             }
             server {
               listen \(TransferLab.serverAddress):8080;
               root \(lab.www);
-              location /basic/ { auth_basic "reachd"; auth_basic_user_file \(htpasswd); }
+              location /basic/ { auth_basic "reachd"; auth_basic_user_file \(htpasswd); dav_methods PUT; }
+              location = /open/moved { return 302 https://mirror.test:8443/basic/redirected.bin; }
             }
             """, probePort: 8443)
         for dir in ["basic", "bearer"] { try FileManager.default.createDirectory(atPath: lab.www + "/" + dir, withIntermediateDirectories: true) }
@@ -83,6 +90,60 @@ final class AuthIntegrationTests: XCTestCase {
         for secret in [Self.password, Self.token, "alice:"] {
             XCTAssertFalse(outputs.contains { $0.contains(secret) }, "\(secret) leaked")
         }
+    }
+
+    /// Every kind of request (GET, conditional GET, HEAD, PUT, cache fill, redirects), captured by the server
+    /// with the Authorization it carried: credentials reach mirror.test over https and nothing else, and a
+    /// redirect never carries them on.
+    func testEveryKindOfRequestCarriesCredentialsOnlyWhereTheyBelong() throws {
+        try startDaemon()
+        try lab.serve("basic/a.bin", bytes: 20_000)
+        try lab.serve("basic/c.bin", bytes: 20_000, seed: 2)
+        try lab.serve("basic/h.bin", bytes: 20_000, seed: 3)
+        try lab.serve("basic/redirected.bin", bytes: 1000)
+        try lab.serve("basic/landing.bin", bytes: 1000)
+        let https = "https://mirror.test:8443/basic/", http = "http://mirror.test:8080/basic/"
+
+        let get = try lab.add(https + "a.bin", output: lab.out + "/a.bin")
+        let got = try lab.waitFor(get, "completed") { $0.state.isTerminal }
+        XCTAssertEqual(got.state, .completed, got.reason ?? "")
+        XCTAssertEqual(try lab.download(["refresh", get]).status, 0)
+        try lab.waitFor(get, "checked (conditional GET)") { $0.state == .completed && $0.lastChecked != got.lastChecked }
+        XCTAssertEqual(try lab.fetch(https + "c.bin").status, 0, "cache fill")
+        try "payload".write(toFile: lab.lab.directory + "/up.txt", atomically: true, encoding: .utf8)
+        for url in [https + "up.bin", http + "up-plain.bin"] {
+            let added = try lab.upload(lab.lab.directory + "/up.txt", to: url)
+            try lab.waitFor(added, "uploaded or failed") { $0.state.isTerminal }
+        }
+        let moved = try lab.add(https + "moved", output: lab.out + "/moved")
+        try lab.waitFor(moved, "ended") { $0.state.isTerminal }
+        let redirected = try lab.add("http://other.test:8080/open/moved", output: lab.out + "/redirected")
+        try lab.waitFor(redirected, "ended") { $0.state.isTerminal }
+        let plain = try lab.add(http + "a.bin", output: lab.out + "/plain.bin")
+        try lab.waitFor(plain, "refused") { $0.state.isTerminal }
+        XCTAssertEqual(try lab.fetch(http + "c.bin").status, 1, "no cache fill over plain http with credentials")
+        // HEAD: the size probe of a new job on a metered route.
+        try lab.eth0Down()
+        try lab.waitForLoggedVerdict("wwan")
+        let probed = try lab.add(https + "h.bin", output: lab.out + "/h.bin")
+        let done = try lab.waitFor(probed, "completed over wwan0") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+
+        let lines = try String(contentsOfFile: credentialLog, encoding: .utf8).split(separator: "\n").map(String.init)
+        let seen = Set(lines.map { $0.split(separator: " ").prefix(4).joined(separator: " ") })
+        for kind in ["mirror.test:8443 GET /basic/a.bin 200", "mirror.test:8443 GET /basic/a.bin 304",
+                     "mirror.test:8443 GET /basic/c.bin 200", "mirror.test:8443 HEAD /basic/h.bin 200",
+                     "mirror.test:8443 GET /basic/h.bin 200", "mirror.test:8443 PUT /basic/up.bin 201",
+                     "mirror.test:8443 GET /basic/moved 302", "other.test:8080 GET /open/moved 302",
+                     "mirror.test:8443 GET /basic/redirected.bin 401"] {
+            XCTAssertTrue(seen.contains(kind), "\(kind) not among \(lines)")
+        }
+        for line in lines {
+            let belongs = line.hasPrefix("mirror.test:8443 ") && !line.contains("/basic/redirected.bin")
+            XCTAssertEqual(line.hasSuffix("\"Basic \(Data("alice:\(Self.password)".utf8).base64EncodedString())\""), belongs, line)
+            if !belongs { XCTAssertTrue(line.hasSuffix("\"-\""), line) }
+        }
+        XCTAssertFalse(lines.contains { $0.contains("landing.bin") }, "a request with credentials follows no redirect")
     }
 
     func testMissingCredentialsFailWithTheStatus() throws {

@@ -19,13 +19,8 @@ final class CacheIntegrationTests: XCTestCase {
         try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n")
     }
 
-    /// `reachctl fetch URL`: exit status, the body's SHA-256 (of stdout), stderr.
     private func fetch(_ url: String, user: String? = nil) throws -> (status: Int32, sum: String, err: String) {
-        let reachctl = "\(NetLab.binary("reachctl")) fetch '\(url)' --transfers-socket \(lab.socketPath)"
-        let command = (user.map { "runuser -u \($0) -- " } ?? "") + reachctl
-        let out = lab.lab.directory + "/fetch.out", err = lab.lab.directory + "/fetch.err"
-        let status = try lab.lab.run("\(command) > \(out) 2> \(err); echo $?").trimmingCharacters(in: .whitespacesAndNewlines)
-        return (Int32(status) ?? -1, try lab.sha256(out), (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        try lab.fetch(url, user: user)
     }
 
     /// Takes both routes away and waits until the daemon has seen it.

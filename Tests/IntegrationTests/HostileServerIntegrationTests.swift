@@ -5,7 +5,8 @@ import ReachdTransferModel
 import XCTest
 
 /// reachd-transfers against servers that lie: a 206 of another version, a 304 nobody asked for, an encoded
-/// body, broken Cache-Control, credentials asked for over plain http. After each case the same daemon
+/// body, broken Cache-Control, no-store/Vary/Age, error answers, endless, cut and trickling bodies,
+/// credentials asked for over plain http. After each case the same daemon
 /// process still answers (nothing in the lab restarts it, so a crash fails the test).
 final class HostileServerIntegrationTests: XCTestCase {
     private var lab: TransferLab!
@@ -74,13 +75,94 @@ final class HostileServerIntegrationTests: XCTestCase {
         let sum = try lab.serve("c.bin", bytes: 10_000)
         for directive in ["max-age", "max-age=", "max-age=99999999999999999999999", "s-maxage", "max-age=\"1", ",,=,"] {
             let query = directive.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-            let out = lab.lab.directory + "/fetch.out"
-            let status = try lab.lab.run("\(NetLab.binary("reachctl")) fetch '\(lab.url("c.bin?cache-control=\(query)"))' "
-                + "--transfers-socket \(lab.socketPath) > \(out); echo $?").trimmingCharacters(in: .whitespacesAndNewlines)
-            XCTAssertEqual(status, "0", directive)
-            XCTAssertEqual(try lab.sha256(out), sum, directive)
+            let fetched = try lab.fetch(lab.url("c.bin?cache-control=\(query)"))
+            XCTAssertEqual(fetched.status, 0, directive)
+            XCTAssertEqual(fetched.sum, sum, directive)
             try assertStillServing()
         }
+    }
+
+    /// `no-store` and `Vary: *` answers are handed over but never served again; a Vary the request matches
+    /// is reused; an `Age` past max-age makes the copy stale on arrival.
+    func testNoStoreVaryAndAgeAreHonoured() throws {
+        try start()
+        let sum = try lab.serve("s.bin", bytes: 10_000)
+        for (query, reused) in [("cache-control=no-store", false), ("vary=*", false), ("vary=Accept-Encoding,%20User-Agent", true),
+                                ("cache-control=max-age%3D60&age=100", true), ("cache-control=max-age%3D60&age=10", true)] {
+            XCTAssertEqual(try lab.fetch(lab.url("s.bin?" + query)).sum, sum, query)
+            let second = try lab.fetch(lab.url("s.bin?" + query))
+            XCTAssertEqual(second.sum, sum, query)
+            let requests = lab.requests(path: "s.bin").filter { ($0["query"] as? String) == query }
+            switch query {
+            case "cache-control=max-age%3D60&age=10":
+                XCTAssertEqual(requests.count, 1, "fresh for another 50 s: no request")
+                XCTAssertTrue(second.err.contains("fresh (the server allows it until"), second.err)
+            default:
+                let last = waited(for: { lab.requests(path: "s.bin").filter { ($0["query"] as? String) == query } }, until: { $0.count >= 2 })
+                XCTAssertEqual(last.count, 2, query)
+                XCTAssertEqual(last.last?["ifNoneMatch"] is String, reused, "\(query): revalidated (reused) or fetched anew")
+            }
+            try assertStillServing()
+        }
+        try lab.eth0Down()
+        try lab.lab.ip("route del default dev wwan0")
+        try lab.waitForLoggedVerdict("unreachable")
+        let gone = try lab.fetch(lab.url("s.bin?cache-control=no-store"))
+        XCTAssertEqual(gone.status, 1)
+        XCTAssertTrue(gone.err.contains("not cached, and mirror.test is not reachable"), gone.err)
+        XCTAssertEqual(try lab.fetch(lab.url("s.bin?vary=Accept-Encoding,%20User-Agent")).status, 0)
+    }
+
+    /// A 4xx or 5xx is reported, not hidden behind the stale copy, unless stale-if-error allows it or the route
+    /// is metered.
+    func testErrorAnswersAreReportedUnlessAStaleCopyIsAllowed() throws {
+        try start()
+        let sum = try lab.serve("e.bin", bytes: 10_000)
+        let plain = "e.bin?status=503&status-after=1", allowed = "e.bin?status=503&status-after=1&cache-control=stale-if-error%3D600"
+        let metered = "e.bin?status=404&status-after=1"
+        for path in [plain, allowed, metered] { XCTAssertEqual(try lab.fetch(lab.url(path)).sum, sum, path) }
+        let reported = try lab.fetch(lab.url(plain))
+        XCTAssertEqual(reported.status, 1)
+        XCTAssertTrue(reported.err.contains("the server answered 503"), reported.err)
+        let standIn = try lab.fetch(lab.url(allowed))
+        XCTAssertEqual(standIn.sum, sum)
+        XCTAssertTrue(standIn.err.contains("the server answered 503 and allows a stale copy then (stale-if-error)"), standIn.err)
+        try lab.eth0Down()
+        try lab.waitForLoggedVerdict("wwan")
+        let onWWAN = try lab.fetch(lab.url(metered))
+        XCTAssertEqual(onWWAN.sum, sum)
+        XCTAssertTrue(onWWAN.err.contains("the server answered 404 and the route is metered"), onWWAN.err)
+        try assertStillServing()
+    }
+
+    /// What a server can make the cache write is bounded by its capacity, announced or not; a server that
+    /// trickles is cut off by the read timeout, for downloads and fetches alike.
+    func testEndlessAndTricklingBodiesAreCutOff() throws {
+        try start(config: "read_timeout_seconds = 1\n[cache]\ncapacity_bytes = 100000\n")
+        _ = try lab.serve("big.bin", bytes: 8_000_000)
+        let announced = try lab.fetch(lab.url("big.bin"))
+        XCTAssertEqual(announced.status, 1)
+        XCTAssertTrue(announced.err.contains("not cached, and the body (8000000 bytes) is larger than the cache (100000 bytes)"), announced.err)
+        let unannounced = try lab.fetch(lab.url("big.bin?no-length=1"))
+        XCTAssertEqual(unannounced.status, 1)
+        XCTAssertTrue(unannounced.err.contains("not cached, and the body is larger than the cache"), unannounced.err)
+        let sent = lab.gets("big.bin", atLeast: 2).last?["bodyBytes"] as? Int ?? 0
+        XCTAssertLessThan(sent, 8_000_000, "the read stopped near the bound (socket buffers hold the rest of what was sent)")
+
+        let shortSum = try lab.serve("short.bin", bytes: 50_000)
+        let cut = try lab.fetch(lab.url("short.bin?drop-after=20000"))
+        XCTAssertEqual(cut.status, 1)
+        XCTAssertTrue(cut.err.contains("not cached, and the network failed"), cut.err)
+        XCTAssertEqual(try lab.fetch(lab.url("short.bin?drop-after=20000")).sum, shortSum, "the second request is whole")
+        XCTAssertTrue(lab.gets("short.bin", atLeast: 2).last?["ifNoneMatch"] is NSNull, "nothing was kept of the cut body")
+
+        let trickled = try lab.fetch(lab.url("short.bin?trickle=3000"))
+        XCTAssertEqual(trickled.status, 1)
+        XCTAssertTrue(trickled.err.contains("read timeout") || trickled.err.contains("readTimeout"), trickled.err)
+        let id = try lab.add(lab.url("short.bin?trickle=3000"), output: lab.out + "/t.bin")
+        let waiting = try lab.waitFor(id, "waiting to retry") { $0.state == .deferred && $0.reason != nil }
+        XCTAssertTrue(waiting.reason!.contains("readTimeout"), waiting.reason!)
+        try assertStillServing()
     }
 
     /// The size probe on a metered route (HEAD) goes the way every request goes: no netrc credentials over

@@ -67,6 +67,27 @@ final class RefreshIntegrationTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: lab.out), ["r.bin"], "no partial file left")
     }
 
+    /// The new version's body breaks off before its Content-Length: the refresh is not taken as done, the
+    /// file in place stays, and the rest of the new version is resumed under its own validator.
+    func testARefreshCutShortIsResumedNotSwappedIn() throws {
+        try start()
+        let oldSum = try lab.serve("r.bin", bytes: 100_000, seed: 1)
+        // The first two requests break off after 150,000 bytes: the 100,000-byte download is whole, the refresh is not.
+        let id = try lab.add(lab.url("r.bin?drop-after=150000&drop-times=2"), output: lab.out + "/r.bin")
+        let first = try lab.waitFor(id, "completed") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), oldSum)
+        let newSum = try lab.serve("r.bin", bytes: 400_000, seed: 5)
+        XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
+        let swapped = try lab.waitFor(id, "replaced") { $0.state == .completed && $0.lastChecked != first.lastChecked }
+        XCTAssertEqual(swapped.bytesReceived, 400_000)
+        XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), newSum)
+        let requests = lab.gets("r.bin", atLeast: 3)
+        XCTAssertEqual(requests.map { $0["status"] as? Int }, [200, 200, 206])
+        XCTAssertEqual(requests[1]["completed"] as? Bool, false, "the refresh's body broke off")
+        XCTAssertEqual(requests[2]["range"] as? String, "bytes=150000-")
+        XCTAssertEqual(requests[2]["ifRange"] as? String, swapped.validators.etag, "resumed under the new version's validator")
+    }
+
     func testALargeNewVersionWaitsForAnUnmeteredRouteWhileAnUnchangedOneIsCheckedOnWWAN() throws {
         try start()
         let oldSum = try lab.serve("big.bin", bytes: 3_000_000, seed: 1)

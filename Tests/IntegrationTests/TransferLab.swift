@@ -239,6 +239,32 @@ final class TransferLab {
         return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
+    /// `reachctl fetch URL` through the offline cache: exit status, the body's SHA-256 (of stdout), stderr.
+    func fetch(_ url: String, user: String? = nil) throws -> (status: Int32, sum: String, err: String) {
+        let reachctl = "\(NetLab.binary("reachctl")) fetch '\(url)' --transfers-socket \(socketPath)"
+        let command = (user.map { "runuser -u \($0) -- " } ?? "") + reachctl
+        let out = lab.directory + "/fetch.out", err = lab.directory + "/fetch.err"
+        let status = try lab.run("\(command) > \(out) 2> \(err); echo $?").trimmingCharacters(in: .whitespacesAndNewlines)
+        return (Int32(status) ?? -1, try sha256(out), (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    /// Adds an upload with `reachctl upload add`, optionally as another user; returns its id.
+    func upload(_ file: String, to url: String, _ extra: [String] = [], user: String? = nil) throws -> String {
+        let process = Process()
+        let arguments = [NetLab.binary("reachctl"), "upload", "add", file, "--to", url] + extra + ["--transfers-socket", socketPath]
+        process.executableURL = URL(fileURLWithPath: user == nil ? arguments[0] : "/usr/sbin/runuser")
+        process.arguments = user == nil ? Array(arguments.dropFirst()) : ["-u", user!, "--"] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw LabError("upload add failed (\(process.terminationStatus)): \(stderr)") }
+        return stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Adds a job with reachctl; returns its id.
     func add(_ url: String, output: String, _ extra: [String] = []) throws -> String {
         let result = try download(["add", url, "--output", output] + extra)

@@ -42,19 +42,7 @@ final class UploadIntegrationTests: XCTestCase {
     private func url(_ path: String) -> String { "http://mirror.test:\(port)/\(path)" }
 
     private func upload(_ file: String, to url: String, _ extra: [String] = [], user: String? = nil) throws -> String {
-        let process = Process()
-        let arguments = [NetLab.binary("reachctl"), "upload", "add", file, "--to", url] + extra + ["--transfers-socket", lab.socketPath]
-        process.executableURL = URL(fileURLWithPath: user == nil ? arguments[0] : "/usr/sbin/runuser")
-        process.arguments = user == nil ? Array(arguments.dropFirst()) : ["-u", user!, "--"] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw LabError("upload add failed (\(process.terminationStatus)): \(stderr)") }
-        return stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try lab.upload(file, to: url, extra, user: user)
     }
 
     /// The server's request log. A request is logged after its answer is sent, which can be a moment after the

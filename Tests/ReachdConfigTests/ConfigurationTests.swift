@@ -50,6 +50,8 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.caFile, "/etc/reachd/ca.pem")
         XCTAssertEqual(config.meteredThreshold, 0)
         XCTAssertEqual(config.transferConcurrency, 5)
+        XCTAssertEqual(defaults.readTimeoutSeconds, 30)
+        XCTAssertEqual(try Configuration(toml: "[downloads]\nread_timeout_seconds = 2.5\n").readTimeoutSeconds, 2.5)
     }
 
     func testErrorsNameTheProblem() {
@@ -73,6 +75,7 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nparallel = 2", "downloads: unknown key \"parallel\""),
             ("[downloads]\nnetrc = \"netrc\"", "downloads: \"netrc\" must be an absolute path"),
             ("[downloads]\nca_file = 3", "downloads: \"ca_file\" must be an absolute path"),
+            ("[downloads]\nread_timeout_seconds = 0", "downloads: read_timeout_seconds must be a number of seconds from 0.1 to 86400"),
             ("[cache]\ncapacity_bytes = -1", "cache: \"capacity_bytes\" must be a number of bytes"),
             ("[cache]\nsize = 1", "cache: unknown key \"size\""),
             ("[hosts]\nttl = 5", "unknown key \"ttl\""),

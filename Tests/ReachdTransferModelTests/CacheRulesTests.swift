@@ -1,0 +1,86 @@
+import ReachdModel
+import ReachdTransferModel
+import XCTest
+
+/// The offline cache as a private cache (RFC 9111, RFC 5861): what is kept, which request a stored answer
+/// may serve, when a stale copy may stand in for an error.
+final class CacheRulesTests: XCTestCase {
+    private let now = Timestamp(microseconds: 1_000_000 * 1_000_000)
+
+    private func seconds(_ n: Int64) -> Timestamp { Timestamp(microseconds: now.microseconds + n * 1_000_000) }
+
+    func testVaryFieldsAreReadTotally() {
+        let table: [(String?, [String], Bool, UInt)] = [
+            (nil, [], false, #line),
+            ("", [], false, #line),
+            ("Accept-Encoding", ["accept-encoding"], false, #line),
+            ("authorization, ACCEPT-encoding , Authorization", ["accept-encoding", "authorization"], false, #line),
+            ("*", [], true, #line),
+            ("Accept, *", ["accept"], true, #line),
+            ("Accept, \"quoted\"", ["accept"], true, #line),
+            ("a b", [], true, #line),
+            (",,,", [], false, #line),
+        ]
+        for (header, fields, matchesNothing, line) in table {
+            let vary = CacheVary(header)
+            XCTAssertEqual(vary.fields, fields, header ?? "nil", line: line)
+            XCTAssertEqual(vary.matchesNothing, matchesNothing, header ?? "nil", line: line)
+        }
+        let flood = CacheVary(String(repeating: "x-a, x-b, ", count: 100_000))
+        XCTAssertLessThanOrEqual(flood.fields.count, 64)
+        XCTAssertTrue(flood.matchesNothing, "names past the ones read might matter")
+    }
+
+    func testTheSelectingTextFollowsTheVariedFieldsOnly() {
+        let vary = CacheVary("Authorization, Accept-Language")
+        let alice = vary.selectingText(of: [("User-Agent", "a"), ("Authorization", "Basic YWxpY2U=")])
+        let bob = vary.selectingText(of: [("User-Agent", "b"), ("authorization", "Basic Ym9i")])
+        let aliceAgain = vary.selectingText(of: [("User-Agent", "other"), ("Authorization", "Basic YWxpY2U=")])
+        XCTAssertNotEqual(alice, bob, "another credential is another variant")
+        XCTAssertEqual(alice, aliceAgain, "a field the response does not vary on does not matter")
+        XCTAssertEqual(alice, "accept-language: \nauthorization: Basic YWxpY2U=\n")
+        XCTAssertEqual(CacheVary(nil).selectingText(of: [("Authorization", "x")]), "")
+    }
+
+    func testNoStoreAndVaryStarAreNotKept() {
+        XCTAssertNil(CacheAdmission.refusal(CacheControl("max-age=60, private, public"), vary: CacheVary("Accept")))
+        XCTAssertEqual(CacheAdmission.refusal(CacheControl("no-store"), vary: CacheVary(nil)), "the server forbids storing it (no-store)")
+        XCTAssertEqual(CacheAdmission.refusal(CacheControl("max-age=60"), vary: CacheVary("*")),
+                       "the server says it varies on everything (Vary: *)")
+    }
+
+    func testStaleIfErrorWindowStartsWhenTheCopyGoesStale() {
+        let fresh = CacheFreshness(cacheControl: "max-age=60, stale-if-error=30", expires: nil, date: nil, now: now)
+        XCTAssertEqual(fresh.freshUntil, seconds(60))
+        XCTAssertEqual(fresh.staleIfErrorUntil, seconds(90))
+        let staleAtOnce = CacheFreshness(cacheControl: "stale-if-error=30", expires: nil, date: nil, now: now)
+        XCTAssertNil(staleAtOnce.freshUntil)
+        XCTAssertEqual(staleAtOnce.staleIfErrorUntil, seconds(30))
+        let bound = CacheFreshness(cacheControl: "max-age=60, stale-if-error=30, must-revalidate", expires: nil, date: nil, now: now)
+        XCTAssertNil(bound.staleIfErrorUntil, "must-revalidate wins")
+        let huge = CacheFreshness(cacheControl: "max-age=99999999999999, stale-if-error=99999999999999", expires: nil, date: nil, now: now)
+        XCTAssertGreaterThan(huge.staleIfErrorUntil!, huge.freshUntil!)
+    }
+
+    func testAnErrorAnswerIsReportedUnlessTheRouteIsMeteredOrStaleIfErrorAllows() {
+        let plain = CacheFreshness(freshUntil: seconds(-10))
+        let allowing = CacheFreshness(freshUntil: seconds(-10), staleIfErrorUntil: seconds(20))
+        let expired = CacheFreshness(freshUntil: seconds(-100), staleIfErrorUntil: seconds(-1))
+        let strict = CacheFreshness(freshUntil: seconds(-10), mustRevalidate: true)
+        func standIn(_ status: Int, _ copy: CacheFreshness?, metered: Bool = false, error: CacheControl = CacheControl(nil)) -> String? {
+            CacheSource.standIn(status: status, errorDirectives: error, copy: copy, metered: metered, now: now)
+        }
+        XCTAssertNil(standIn(503, plain), "a 503 is reported, not hidden behind the stale copy")
+        XCTAssertNil(standIn(404, plain))
+        XCTAssertNil(standIn(503, nil), "nothing to stand in")
+        XCTAssertEqual(standIn(503, allowing), "the server answered 503 and allows a stale copy then (stale-if-error)")
+        XCTAssertNil(standIn(404, allowing), "stale-if-error covers 500, 502, 503 and 504 only")
+        XCTAssertNil(standIn(500, expired), "past the window")
+        XCTAssertEqual(standIn(502, plain, error: CacheControl("stale-if-error=60")),
+                       "the server answered 502 and allows a stale copy then (stale-if-error)", "the error answer's own directive counts")
+        XCTAssertNil(standIn(502, CacheFreshness(freshUntil: seconds(-100)), error: CacheControl("stale-if-error=60")))
+        XCTAssertEqual(standIn(404, plain, metered: true), "the server answered 404 and the route is metered")
+        XCTAssertNil(standIn(503, strict, metered: true), "must-revalidate: never served stale")
+        XCTAssertNil(standIn(503, strict, error: CacheControl("stale-if-error=60")))
+    }
+}
