@@ -49,7 +49,7 @@ run: build
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --disable-swift-testing
+	$(SWIFT) test --skip-build
 
 bench: deps
 	bench/run $(ARGS)

@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // libnl-route-3 through pkg-config; only ReachdNetlink imports it.
@@ -136,6 +137,11 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
+        // Swift Testing with swift-property-based: properties of the parsers and of the resume decision.
+        .testTarget(
+            name: "ReachdTransferModelPropertyTests",
+            dependencies: ["ReachdTransferModel", "ReachdModel", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
         .testTarget(
             name: "ReachdDaemonTests",
             dependencies: [

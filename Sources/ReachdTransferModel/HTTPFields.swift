@@ -3,10 +3,13 @@
 /// input's size.
 
 /// A non-negative decimal number of plain ASCII digits (no sign, no spaces), as HTTP writes lengths and
-/// offsets; nil past 18 digits, so any result fits Int64 with room for arithmetic on it.
+/// offsets; nil past 18 significant digits (leading zeros do not count), so any result fits Int64 with room
+/// for arithmetic on it.
 func decimal<S: StringProtocol>(_ text: S) -> Int64? {
-    guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-    return Int64(text)
+    guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+    let significant = text.utf8.drop { $0 == 0x30 }
+    guard significant.count <= 18 else { return nil }
+    return significant.reduce(0) { $0 * 10 + Int64($1 - 0x30) }
 }
 
 /// `Content-Length`: one decimal number, nil for anything else (a list, a sign, spaces inside).

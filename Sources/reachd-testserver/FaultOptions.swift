@@ -21,6 +21,8 @@ struct FaultOptions {
     var redirect: Int?
     var cacheControl: String?
     var vary: String?
+    /// Extra response fields, `header=Name:Value` (repeatable), on file answers and on injected statuses.
+    var extraHeaders: [(String, String)] = []
     var age: String?
     /// The body one byte per this many milliseconds (a server that trickles).
     var trickleMilliseconds: Int64?
@@ -45,6 +47,10 @@ struct FaultOptions {
             case "vary": vary = value
             case "age": age = value
             case "trickle": trickleMilliseconds = Int64(value).map { max(1, $0) }
+            case "header":
+                if let colon = value.firstIndex(of: ":") {
+                    extraHeaders.append((String(value[..<colon]), String(value[value.index(after: colon)...])))
+                }
             default: break
             }
         }

@@ -101,6 +101,7 @@ final class FileServerHandler: ChannelInboundHandler {
             var headers = HTTPHeaders()
             if let retryAfter = faults.retryAfter { headers.add(name: "retry-after", value: retryAfter) }
             if let cacheControl = faults.cacheControl { headers.add(name: "cache-control", value: cacheControl) }
+            for (name, value) in faults.extraHeaders { headers.add(name: name, value: value) }
             return start(transfer, HTTPResponseStatus(statusCode: code), headers, context)
         }
         let filePath = ([root] + components.map(String.init)).joined(separator: "/")
@@ -130,6 +131,7 @@ final class FileServerHandler: ChannelInboundHandler {
         if let encoding = faults.contentEncoding { headers.add(name: "content-encoding", value: encoding) }
         if let vary = faults.vary { headers.add(name: "vary", value: vary) }
         if let age = faults.age { headers.add(name: "age", value: age) }
+        for (name, value) in faults.extraHeaders { headers.add(name: name, value: value) }
         if !faults.noValidators {
             headers.add(name: "etag", value: info.etag)
             headers.add(name: "last-modified", value: info.lastModified)

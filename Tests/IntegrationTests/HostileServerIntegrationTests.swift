@@ -82,6 +82,33 @@ final class HostileServerIntegrationTests: XCTestCase {
         }
     }
 
+    /// Absurd values of every header the service reads (lengths, dates, validators, ranges, encodings, types),
+    /// on a download and on a cache fill: the file is the server's bytes, and the daemon lives on.
+    func testAbsurdHeaderValuesNeitherCrashNorCorrupt() throws {
+        try start()
+        let sum = try lab.serve("h.bin", bytes: 30_000)
+        let absurd = [
+            "ETag:" + String(repeating: "\"", count: 2000), "ETag:W/\"weak\"", "ETag:\"é\"",
+            "Last-Modified:Mon, 01 Jan 0000 00:00:00 GMT", "Last-Modified:99999999999999999999999",
+            "Date:Fri, 31 Dec 9999 23:59:59 GMT", "Date:Sun, 06 Nov 1994 08:49:37 GMT", "Expires:0",
+            "Expires:Fri, 31 Dec 9999 23:59:59 GMT", "Age:99999999999999999999", "Age:-1",
+            "Content-Type:multipart/byteranges; boundary=", "Content-Range:bytes 0-1/2", "Content-Range:bytes */-1",
+            "Content-Encoding:identity", "Retry-After:99999999999999999999", "Vary:" + String(repeating: "a,", count: 1000),
+            "Cache-Control:stale-if-error=99999999999999999999, max-age=0",
+        ]
+        for (index, header) in absurd.enumerated() {
+            let query = "header=" + (header.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            let id = try lab.add(lab.url("h.bin?" + query), output: lab.out + "/h\(index).bin")
+            let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
+            XCTAssertEqual(done.state, .completed, "\(header.prefix(60)): \(done.reason ?? "")")
+            XCTAssertEqual(try lab.sha256(lab.out + "/h\(index).bin"), sum, String(header.prefix(60)))
+            let fetched = try lab.fetch(lab.url("h.bin?" + query))
+            XCTAssertEqual(fetched.status, 0, "\(header.prefix(60)): \(fetched.err)")
+            XCTAssertEqual(fetched.sum, sum, String(header.prefix(60)))
+            try assertStillServing()
+        }
+    }
+
     /// `no-store` and `Vary: *` answers are handed over but never served again; a Vary the request matches
     /// is reused; an `Age` past max-age makes the copy stale on arrival.
     func testNoStoreVaryAndAgeAreHonoured() throws {
