@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         // libnl-route-3 through pkg-config; only ReachdNetlink imports it.
@@ -55,7 +56,7 @@ let package = Package(
         .target(
             name: "ReachdTransfers",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon", "ReachdMetrics",
                 "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -64,14 +65,28 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // Prometheus metrics: the HTTP endpoint (SwiftNIO) and the process metrics, for both daemons.
+        .target(
+            name: "ReachdMetrics",
+            dependencies: [
+                "ReachdConfig",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // Daemon services: verdict hub, Unix-socket server, watcher service.
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "CSystemd", "CReachdBus",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "CSystemd", "CReachdBus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -137,6 +152,7 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
+        .testTarget(name: "ReachdTransfersTests", dependencies: ["ReachdTransfers", "ReachdTransferModel", "ReachdModel"]),
         // Swift Testing with swift-property-based: properties of the parsers and of the resume decision.
         .testTarget(
             name: "ReachdTransferModelPropertyTests",

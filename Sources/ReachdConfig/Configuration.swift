@@ -28,6 +28,10 @@ public struct Configuration: Hashable, Sendable {
     public var readTimeoutSeconds: Double = 30
     /// `[cache] capacity_bytes`: the offline cache's size; least recently used entries go beyond it.
     public var cacheCapacity: Int64 = 256 * 1024 * 1024
+    /// `[metrics] listen`: where reachd serves Prometheus metrics; nil (the default): nowhere.
+    public var metricsListen: MetricsAddress?
+    /// `[metrics] transfers_listen`: where reachd-transfers serves them; nil: nowhere.
+    public var transfersMetricsListen: MetricsAddress?
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -44,7 +48,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
@@ -121,6 +125,22 @@ extension Configuration {
             if let capacity = section["capacity_bytes"] {
                 guard let bytes = capacity.integer, bytes >= 0 else { throw ConfigurationError("cache: \"capacity_bytes\" must be a number of bytes") }
                 cacheCapacity = bytes
+            }
+        }
+        if let value = table["metrics"] {
+            guard let section = value.table else { throw ConfigurationError("\"metrics\" must be a table: write [metrics]") }
+            for key in section.keys where !["listen", "transfers_listen"].contains(key) {
+                throw ConfigurationError("metrics: unknown key \"\(key)\" (known: listen, transfers_listen)")
+            }
+            for key in ["listen", "transfers_listen"] {
+                guard let value = section[key] else { continue }
+                guard let text = value.string, let address = MetricsAddress(text) else {
+                    throw ConfigurationError("metrics: \"\(key)\" must be HOST:PORT (such as \"127.0.0.1:9464\" or \"[::1]:9464\") or an absolute socket path")
+                }
+                if key == "listen" { metricsListen = address } else { transfersMetricsListen = address }
+            }
+            if let address = metricsListen, address == transfersMetricsListen, address.port != 0 {
+                throw ConfigurationError("metrics: \"listen\" and \"transfers_listen\" must differ: each daemon binds its own")
             }
         }
         if let value = table["connectivity"] {

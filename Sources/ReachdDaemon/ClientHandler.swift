@@ -13,6 +13,7 @@ final class ClientHandler: ChannelInboundHandler {
     private let hosts: HostMonitor?
     private let registry: SubscriberRegistry
     private let logger: Logger
+    private let metrics: DaemonMetrics?
     private var subscribed = false
     /// Hosts this connection watches (with repeats: each subscribe counts), released when it closes.
     private var watchedHosts: [String] = []
@@ -20,8 +21,9 @@ final class ClientHandler: ChannelInboundHandler {
     static let maximumWatchedHosts = 4096
     private var isOpen = true
 
-    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, logger: Logger) {
+    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, metrics: DaemonMetrics? = nil, logger: Logger) {
         self.hub = hub
+        self.metrics = metrics
         self.hosts = hosts
         self.registry = registry
         self.logger = logger
@@ -121,6 +123,7 @@ final class ClientHandler: ChannelInboundHandler {
         guard isOpen else { return }
         guard channel.isWritable else {
             logger.notice("client does not read its replies; closing it")
+            metrics?.clientDropped(reason: "replies_unread")
             channel.close(promise: nil)
             return
         }

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdConfig
+import ReachdMetrics
 import ReachdModel
 import ReachdNetlink
 import ServiceLifecycle
@@ -41,9 +42,10 @@ public enum Daemon {
     /// Runs until SIGTERM or SIGINT, which `ShutdownSignals` takes on the main thread (see `reachd`'s main).
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
+        let metrics = options.configuration.metricsListen.map { _ in DaemonMetrics() }
         let network = try NetworkView(
             configuration: options.configuration, checking: options.configuration.connectivityCheck != nil,
-            watcher: options.watcher, networkManager: options.networkManager, logger: logger
+            watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, logger: logger
         )
         let hub = network.hub, hosts = network.hosts, resolver = network.resolver
         try network.start()
@@ -59,11 +61,25 @@ public enum Daemon {
             let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
             server = try await SocketServer(
                 endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
-                limits: options.limits, logger: logger
+                limits: options.limits, metrics: metrics, logger: logger
             )
         } catch {
             await network.stop()
             throw error
+        }
+        let metricsEndpoint: MetricsEndpoint?
+        if let metrics, let address = options.configuration.metricsListen {
+            do {
+                metricsEndpoint = try await MetricsEndpoint(address: address, group: MultiThreadedEventLoopGroup.singleton, logger: logger) {
+                    metrics.render(resynchronisations: network.resynchronisations, watchedHosts: hosts.watchedCount)
+                }
+            } catch {
+                await server.shutdown()
+                await network.stop()
+                throw MetricsError("metrics: cannot listen on \(address): \(error)")
+            }
+        } else {
+            metricsEndpoint = nil
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
         let bus = startBus(options.bus, hub: hub, hosts: hosts, logger: logger)
@@ -83,6 +99,7 @@ public enum Daemon {
         }
         try await services.run()
         watchdog?.cancel()
+        await metricsEndpoint?.stop()
         bus?.stop()
         prober?.stop()
         await network.stop()

@@ -17,6 +17,8 @@ public final class HostMonitor: Sendable {
         var entries: [String: Entry] = [:]
         var snapshot = NetworkSnapshot()
         var observer: (@Sendable ([StampedVerdict]) -> Void)?
+        /// Told how long each re-judging of the watched hosts took (the metrics).
+        var rejudged: (@Sendable (Duration) -> Void)?
         /// Resolves the watched names again every `refreshSeconds`, while any are watched.
         var refresher: Task<Void, Never>?
     }
@@ -45,6 +47,14 @@ public final class HostMonitor: Sendable {
     package func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
         state.withLock { $0.observer = observer }
     }
+
+    /// Where the duration of each re-judging after a network change goes.
+    package func setRejudgedObserver(_ observer: @escaping @Sendable (Duration) -> Void) {
+        state.withLock { $0.rejudged = observer }
+    }
+
+    /// Hosts watched by at least one client.
+    package var watchedCount: Int { state.withLock { $0.entries.values.filter { $0.watchers > 0 }.count } }
 
     /// The current verdict for `host`, resolving it if needed.
     package func verdict(for host: String) async -> StampedVerdict {
@@ -125,8 +135,10 @@ public final class HostMonitor: Sendable {
         let changed = evaluate(resolved).changed
         if !changed.isEmpty { publish(changed) }
         if !resolved.isEmpty {
+            let took = ContinuousClock.now - started
+            state.withLock { $0.rejudged }?(took)
             logger.debug("re-judged watched hosts", metadata: [
-                "hosts": "\(resolved.count)", "changed": "\(changed.count)", "took": "\(ContinuousClock.now - started)",
+                "hosts": "\(resolved.count)", "changed": "\(changed.count)", "took": "\(took)",
             ])
         }
     }

@@ -13,10 +13,11 @@ package final class NetworkView: Sendable {
     private let watcher: NetlinkWatcher
     private let manager: NetworkManagerMetered?
     private let merger: SnapshotMerger
+    private let metrics: DaemonMetrics?
 
     /// `checking`: a connectivity check will report into the hub.
     package init(configuration: Configuration, checking: Bool = false, watcher options: NetlinkWatcher.Options,
-                 networkManager: BusService.Bus, logger: Logger) throws {
+                 networkManager: BusService.Bus, metrics: DaemonMetrics? = nil, logger: Logger) throws {
         let hub = VerdictHub(engine: InternetVerdict(classifier: configuration.classifier), checking: checking)
         let resolver = HostResolver()
         let hosts = try HostMonitor(
@@ -35,12 +36,21 @@ package final class NetworkView: Sendable {
         self.merger = merger
         manager = NetworkManagerMetered.start(on: networkManager, merger: merger, logger: logger)
         watcher = NetlinkWatcher(options: options, logger: logger)
+        self.metrics = metrics
+        if let metrics {
+            _ = hub.addObserver { metrics.verdictChanged($0) }
+            hosts.setRejudgedObserver { metrics.hostsRejudged(in: $0) }
+        }
     }
+
+    /// Resynchronisations of the netlink caches so far.
+    package var resynchronisations: Int { watcher.resynchronisationCount }
 
     /// Starts watching: the first snapshot is judged before this returns.
     package func start() throws {
-        let merger = self.merger, manager = self.manager
+        let merger = self.merger, manager = self.manager, metrics = self.metrics
         try watcher.start { snapshot in
+            metrics?.snapshot(snapshot)
             merger.update(netlink: snapshot)
             manager?.follow(Set(snapshot.links.values.map(\.name)))
         }

@@ -48,7 +48,7 @@ public final class SocketServer: Sendable {
     /// passed, and starts serving.
     public init(
         endpoint: Endpoint, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
-        limits: Limits = Limits(), logger: Logger
+        limits: Limits = Limits(), metrics: DaemonMetrics? = nil, logger: Logger
     ) async throws {
         self.endpoint = endpoint
         self.hub = hub
@@ -57,7 +57,7 @@ public final class SocketServer: Sendable {
         self.logger = logger
         var registries: [ObjectIdentifier: SubscriberRegistry] = [:]
         for loop in group.makeIterator() {
-            registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop) { client in
+            registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop, metrics: metrics) { client in
                 logger.notice("subscriber \(client) is not reading its events; dropped it")
             }
         }
@@ -72,7 +72,7 @@ public final class SocketServer: Sendable {
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
                     let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
-                    try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: logger))
+                    try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, metrics: metrics, logger: logger))
                 }
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)

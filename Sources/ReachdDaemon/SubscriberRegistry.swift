@@ -9,6 +9,7 @@ final class SubscriberRegistry: @unchecked Sendable {
     let eventLoop: any EventLoop
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private let onDrop: @Sendable (String) -> Void
+    private let metrics: DaemonMetrics?
 
     /// A class, so that updating its sequences while iterating the registry copies nothing.
     private final class Subscriber {
@@ -24,8 +25,9 @@ final class SubscriberRegistry: @unchecked Sendable {
         host.map { "host:" + $0 } ?? "internet"
     }
 
-    init(eventLoop: any EventLoop, onDrop: @escaping @Sendable (String) -> Void) {
+    init(eventLoop: any EventLoop, metrics: DaemonMetrics? = nil, onDrop: @escaping @Sendable (String) -> Void) {
         self.eventLoop = eventLoop
+        self.metrics = metrics
         self.onDrop = onDrop
     }
 
@@ -33,6 +35,7 @@ final class SubscriberRegistry: @unchecked Sendable {
     func add(_ channel: any Channel, key: String, sentSequence sequence: UInt64) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
+        if subscribers[id] == nil { metrics?.subscribers.add(1, ordering: .relaxed) }
         let subscriber = subscribers[id] ?? Subscriber(channel: channel)
         subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
         subscribers[id] = subscriber
@@ -40,7 +43,7 @@ final class SubscriberRegistry: @unchecked Sendable {
 
     func remove(_ channel: any Channel) {
         eventLoop.preconditionInEventLoop()
-        subscribers.removeValue(forKey: ObjectIdentifier(channel))
+        if subscribers.removeValue(forKey: ObjectIdentifier(channel)) != nil { metrics?.subscribers.subtract(1, ordering: .relaxed) }
     }
 
     var count: Int {
@@ -82,6 +85,8 @@ final class SubscriberRegistry: @unchecked Sendable {
         }
         for id in dropped {
             guard let subscriber = subscribers.removeValue(forKey: id) else { continue }
+            metrics?.subscribers.subtract(1, ordering: .relaxed)
+            metrics?.clientDropped(reason: "events_unread")
             onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
             subscriber.channel.close(promise: nil)
         }

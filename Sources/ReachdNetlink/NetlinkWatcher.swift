@@ -1,6 +1,7 @@
 import CNetlink
 import Logging
 import ReachdModel
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,8 +52,11 @@ public final class NetlinkWatcher: @unchecked Sendable {
     private var current = NetworkSnapshot()
     private var sysfsFacts: [Int32: (name: String, facts: SysfsFacts)] = [:]
     private var handler: (@Sendable (NetworkSnapshot) -> Void)?
-    /// Resynchronisations so far, for the log.
-    private var resynchronisations = 0
+    /// Resynchronisations so far (socket overflows, failed dumps), for the log and the metrics.
+    private let resynchronisations = Atomic<Int>(0)
+
+    /// How often the caches were thrown away and dumped again.
+    public var resynchronisationCount: Int { resynchronisations.load(ordering: .relaxed) }
     private var thread: pthread_t?
     /// Writing a byte here wakes the watcher thread to stop.
     private var wakePipe: (read: Int32, write: Int32) = (-1, -1)
@@ -225,8 +229,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
 
     /// Throws the caches away and dumps everything again; the view is never left stale.
     private func resynchronise(after error: NetlinkError) {
-        resynchronisations += 1
-        logger.warning("netlink: \(error); resynchronising all caches", metadata: ["resync": "\(resynchronisations)"])
+        let count = resynchronisations.add(1, ordering: .relaxed).newValue
+        logger.warning("netlink: \(error); resynchronising all caches", metadata: ["resync": "\(count)"])
         closeManager()
         reopen()
     }
@@ -303,6 +307,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         let rc = nl_cache_refill(syncSocket, cache)
         if rc < 0 {
             // A failed dump leaves the route cache unknown: start over with a fresh manager.
+            resynchronisations.add(1, ordering: .relaxed)
             logger.warning("netlink: \(NetlinkError(call: "nl_cache_refill(route/route)", code: rc)); resynchronising")
             closeManager()
             return

@@ -23,11 +23,13 @@ actor OfflineCache {
     private let directory: String
     private let capacity: Int64
     private let threshold: Int64
+    private let metrics: TransferMetrics?
     private let logger: Logger
     private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, credentials: CredentialSource,
-         directory: String, capacity: Int64, threshold: Int64, logger: Logger) {
+         directory: String, capacity: Int64, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
+        self.metrics = metrics
         self.store = store
         self.files = files
         self.fetcher = fetcher
@@ -52,6 +54,7 @@ actor OfflineCache {
         }
         let result = await task.value
         inflight[flight] = nil
+        if case .failure = result { metrics?.fetched(.failed) }
         return try result.get()
     }
 
@@ -67,6 +70,7 @@ actor OfflineCache {
             return .failure(ProtocolError(.unavailable, reason))
         case .cache(let reason):
             guard let entry else { return .failure(ProtocolError(.unavailable, reason)) }
+            metrics?.fetched(entry.freshness.isFresh(at: now) ? .hit : .stale)
             return .success(served(entry, reason: reason, now: now))
         case .network(let limit):
             return await network(url: url, key: key, owner: owner, entry: entry, limit: limit, credentials: credentials,
@@ -123,6 +127,7 @@ actor OfflineCache {
             entry.freshness = Self.freshness(headers, now: now)
             entry.validated = now
             try? store.saveCacheEntry(entry)
+            metrics?.fetched(.revalidated)
             var result = served(entry, reason: nil, now: now)
             result.source = "network"
             return .success(result)
@@ -152,6 +157,7 @@ actor OfflineCache {
                 logger.error("cache: the entry for \(url) could not be written: \(error)")
             }
             Task { await self.evict() }
+            metrics?.fetched(.miss)
             var result = served(stored, reason: nil, now: now)
             result.source = "network"
             return .success(result)
@@ -159,6 +165,7 @@ actor OfflineCache {
             let errorDirectives = CacheControl(Self.list(headers, "Cache-Control"))
             if let entry, let why = CacheSource.standIn(status: status, errorDirectives: errorDirectives, copy: entry.freshness,
                                                        metered: metered, now: now) {
+                metrics?.fetched(.stale)
                 return .success(served(entry, reason: why, now: now))
             }
             return .failure(ProtocolError(.unavailable, "the server answered \(status)"))
@@ -167,11 +174,13 @@ actor OfflineCache {
             let why = bound < (limit ?? .max) ? "is larger than the cache (\(capacity) bytes)"
                                               : "is too large for the metered route (over \(threshold) bytes)"
             guard let entry else { return .failure(ProtocolError(.unavailable, "not cached, and \(what) \(why)")) }
+            metrics?.fetched(.stale)
             return .success(served(entry, reason: "\(what) \(why)", now: now))
         case .failed(let reason):
             guard let entry, !entry.freshness.mustRevalidate else {
                 return .failure(ProtocolError(.unavailable, "not cached, and the network failed: \(reason)"))
             }
+            metrics?.fetched(.stale)
             return .success(served(entry, reason: "the network failed: \(reason)", now: now))
         }
     }

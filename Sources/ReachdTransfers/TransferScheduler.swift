@@ -39,6 +39,7 @@ actor TransferScheduler: FetchObserver {
     private let fetcher: Fetcher
     private let hosts: HostMonitor
     private let settings: Settings
+    private let metrics: TransferMetrics?
     private let logger: Logger
 
     private var jobs: [String: Job] = [:]
@@ -56,7 +57,9 @@ actor TransferScheduler: FetchObserver {
     private var nextSequence: Int64 = 1
     private var retryTimer: Task<Void, Never>?
 
-    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, settings: Settings, logger: Logger) {
+    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, settings: Settings, metrics: TransferMetrics? = nil,
+         logger: Logger) {
+        self.metrics = metrics
         self.store = store
         self.files = files
         self.fetcher = fetcher
@@ -445,6 +448,7 @@ actor TransferScheduler: FetchObserver {
     private func finish(_ id: String, _ outcome: FetchOutcome) async {
         let intent = stopIntents.removeValue(forKey: id)
         guard var job = jobs[id] else { running[id] = nil; return }
+        let refreshing = job.isRefreshing
         if case .cancel = intent {
             if job.kind == .download { await files.removePartial(of: job) }
             running[id] = nil
@@ -484,6 +488,9 @@ actor TransferScheduler: FetchObserver {
             // A failed refresh keeps the file in place and the job: the next check is planned as usual.
             job.reason = "refresh failed (\(job.reason ?? "?")); the file in place is kept"
             markChecked(&job, reason: job.reason)
+            metrics?.refreshChecked(.failed)
+        } else if refreshing, job.state == .completed {
+            if case .notModified = outcome { metrics?.refreshChecked(.notModified) } else { metrics?.refreshChecked(.changed) }
         }
         running[id] = nil
         update(job)
@@ -544,6 +551,7 @@ actor TransferScheduler: FetchObserver {
             sizeChecked.insert(job.id)
             job.state = .deferred
         case .restart(let reason):
+            metrics?.retried()
             logger.info("job \(job.id): starting over: \(reason)")
             job.validators = Validators()
             job.bytesReceived = 0
@@ -555,6 +563,7 @@ actor TransferScheduler: FetchObserver {
                 job.state = .queued
             }
         case .retry(let reason, let retryAfter):
+            metrics?.retried()
             job.attempts += 1
             if let delay = settings.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter, jitter: Double.random(in: 0...1)) {
                 job.state = .deferred
@@ -591,6 +600,7 @@ actor TransferScheduler: FetchObserver {
     func progress(jobID: String, bytes: Int64) {
         guard var job = jobs[jobID] else { return }
         progressedThisAttempt.insert(jobID)
+        metrics?.transferred(bytes - job.bytesReceived, upload: job.kind == .upload, metered: verdict(for: job)?.metered ?? false)
         job.bytesReceived = bytes
         let now = Self.monotonicSeconds()
         let last = lastCheckpoint[jobID] ?? (0, 0)
@@ -610,13 +620,25 @@ actor TransferScheduler: FetchObserver {
         guard jobs[job.id] != job else { return }
         var changed = job
         changed.updated = .now()
+        let before = jobs[job.id]?.state
         jobs[job.id] = changed
+        if before != changed.state { metrics?.jobChanged(changed, verdict: verdict(for: changed)) }
         do {
             try store.save(changed)
         } catch {
             logger.error("job \(job.id): the job store could not be written: \(error)")
         }
         notify(changed)
+    }
+
+    /// The verdict for the job's host, as last heard.
+    private func verdict(for job: Job) -> Verdict? {
+        watchedHost[job.id].flatMap { verdicts[$0]?.verdict }
+    }
+
+    /// How many jobs are in each state (the metrics, at a scrape).
+    func stateCounts() -> [JobState: Int] {
+        jobs.values.reduce(into: [:]) { $0[$1.state, default: 0] += 1 }
     }
 
     private func notify(_ job: Job) {

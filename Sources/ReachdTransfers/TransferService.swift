@@ -2,6 +2,7 @@ import Logging
 import NIOPosix
 import ReachdConfig
 import ReachdDaemon
+import ReachdMetrics
 import ReachdModel
 import ReachdNetlink
 import ReachdTransferModel
@@ -52,7 +53,9 @@ public enum TransferService {
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
         settings.netrcPath = options.configuration.netrcPath
-        let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, logger: logger)
+        let metrics = options.configuration.transfersMetricsListen.map { _ in TransferMetrics() }
+        let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, metrics: metrics,
+                                          logger: logger)
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
         try network.start()
         try await scheduler.load()
@@ -62,9 +65,22 @@ public enum TransferService {
             store: store, files: files, fetcher: fetcher, hosts: hosts,
             credentials: CredentialSource(netrcPath: options.configuration.netrcPath, files: files),
             directory: options.cacheDirectory, capacity: options.configuration.cacheCapacity,
-            threshold: options.configuration.meteredThreshold, logger: logger
+            threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
         )
         let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, logger: logger)
+        var metricsEndpoint: MetricsEndpoint?
+        if let metrics, let address = options.configuration.transfersMetricsListen {
+            do {
+                metricsEndpoint = try await MetricsEndpoint(address: address, group: MultiThreadedEventLoopGroup.singleton, logger: logger) {
+                    metrics.render(jobStates: await scheduler.stateCounts())
+                }
+            } catch {
+                await server.shutdown()
+                await scheduler.stopAll()
+                await network.stop()
+                throw MetricsError("metrics: cannot listen on \(address): \(error)")
+            }
+        }
         let bus = await startBus(options.bus, scheduler: scheduler, logger: logger)
         Systemd.ready(status: "serving transfers")
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
@@ -76,6 +92,7 @@ public enum TransferService {
             }
         }
         watchdog?.cancel()
+        await metricsEndpoint?.stop()
         await bus?.stop()
         await server.shutdown()
         await scheduler.stopAll()

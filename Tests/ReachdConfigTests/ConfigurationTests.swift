@@ -54,6 +54,20 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try Configuration(toml: "[downloads]\nread_timeout_seconds = 2.5\n").readTimeoutSeconds, 2.5)
     }
 
+    func testMetricsAddresses() throws {
+        XCTAssertNil(try Configuration(toml: "").metricsListen, "off by default")
+        let config = try Configuration(toml: "[metrics]\nlisten = \"127.0.0.1:9464\"\ntransfers_listen = \"/run/reachd-transfers/metrics.sock\"\n")
+        XCTAssertEqual(config.metricsListen, .tcp(host: "127.0.0.1", port: 9464))
+        XCTAssertEqual(config.transfersMetricsListen, .unix(path: "/run/reachd-transfers/metrics.sock"))
+        XCTAssertEqual(MetricsAddress("[::1]:9464"), .tcp(host: "::1", port: 9464))
+        XCTAssertEqual(MetricsAddress("localhost:0"), .tcp(host: "localhost", port: 0))
+        XCTAssertEqual(MetricsAddress("[::1]:9464")?.description, "[::1]:9464")
+        for bad in ["9464", ":9464", "127.0.0.1:", "127.0.0.1:65536", "::1:9464", "[::1:9464", "a b:1", "relative/path",
+                    "/" + String(repeating: "x", count: 200)] {
+            XCTAssertNil(MetricsAddress(bad), bad)
+        }
+    }
+
     func testErrorsNameTheProblem() {
         let table: [(String, String)] = [
             ("[[interface]]\nmatch = \"x\"\nkind = \"satellite\"", "\"kind\" must be one of"),
@@ -75,6 +89,9 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nparallel = 2", "downloads: unknown key \"parallel\""),
             ("[downloads]\nnetrc = \"netrc\"", "downloads: \"netrc\" must be an absolute path"),
             ("[downloads]\nca_file = 3", "downloads: \"ca_file\" must be an absolute path"),
+            ("[metrics]\nlisten = \"9464\"", "metrics: \"listen\" must be HOST:PORT"),
+            ("[metrics]\nport = 9464", "metrics: unknown key \"port\""),
+            ("[metrics]\nlisten = \"127.0.0.1:9464\"\ntransfers_listen = \"127.0.0.1:9464\"", "must differ"),
             ("[downloads]\nread_timeout_seconds = 0", "downloads: read_timeout_seconds must be a number of seconds from 0.1 to 86400"),
             ("[cache]\ncapacity_bytes = -1", "cache: \"capacity_bytes\" must be a number of bytes"),
             ("[cache]\nsize = 1", "cache: unknown key \"size\""),

@@ -45,3 +45,27 @@ final class TrackerAndTimestampTests: XCTestCase {
         XCTAssertEqual(InternetVerdict().verdict(for: NetworkSnapshot()).summary, "not reachable: no IPv4 default route")
     }
 }
+
+/// Carrier losses per interface, with a bounded set of names.
+final class LinkFlapsTests: XCTestCase {
+    private func snapshot(_ links: [(String, Bool)]) -> NetworkSnapshot {
+        NetworkSnapshot(links: links.enumerated().map { index, link in
+            LinkInfo(index: Int32(index + 2), name: link.0, flags: link.1 ? [.up, .running, .lowerUp] : [.up], carrier: link.1)
+        } + [LinkInfo(index: 1, name: "lo", flags: [.up, .running, .loopback], carrier: true)])
+    }
+
+    func testCarrierLossesAreCountedOncePerLoss() {
+        var flaps = LinkFlaps()
+        XCTAssertEqual(flaps.record(snapshot([("eth0", true), ("wlan0", false)])), [])
+        XCTAssertEqual(flaps.record(snapshot([("eth0", false), ("wlan0", true)])), ["eth0"])
+        XCTAssertEqual(flaps.record(snapshot([("eth0", false), ("wlan0", true)])), [], "no change, no flap")
+        XCTAssertEqual(flaps.record(snapshot([("eth0", true)])), ["wlan0"], "a link that went away with carrier")
+    }
+
+    func testNamesPastTheLimitCountAsOther() {
+        var flaps = LinkFlaps(limit: 2)
+        let up = snapshot([("veth1", true), ("veth2", true), ("veth3", true)])
+        _ = flaps.record(up)
+        XCTAssertEqual(flaps.record(snapshot([])), ["other", "veth1", "veth2"])
+    }
+}

@@ -84,3 +84,32 @@ final class CacheRulesTests: XCTestCase {
         XCTAssertNil(standIn(503, strict, error: CacheControl("stale-if-error=60")))
     }
 }
+
+/// Time deferred, by reason, for the metrics.
+final class DeferralAccountingTests: XCTestCase {
+    private func at(_ seconds: Int64) -> Timestamp { Timestamp(microseconds: seconds * 1_000_000) }
+
+    func testAWaitIsCountedWhenItEndsUnderTheReasonItBeganWith() {
+        var accounting = DeferralAccounting()
+        XCTAssertNil(accounting.record(job: "a", state: .queued, reason: .other, at: at(0)))
+        XCTAssertNil(accounting.record(job: "a", state: .deferred, reason: .metered, at: at(10)))
+        XCTAssertNil(accounting.record(job: "a", state: .deferred, reason: .unreachable, at: at(20)), "still the same wait")
+        XCTAssertEqual(accounting.waiting(at: at(25)).map(\.seconds), [15])
+        let ended = accounting.record(job: "a", state: .running, reason: .other, at: at(40))
+        XCTAssertEqual(ended?.reason, .metered)
+        XCTAssertEqual(ended?.seconds, 30)
+        XCTAssertTrue(accounting.waiting(at: at(50)).isEmpty)
+        XCTAssertNil(accounting.record(job: "a", state: .completed, reason: .other, at: at(60)))
+    }
+
+    func testTheReasonComesFromTheRetryAndTheRoute() {
+        var job = Job(id: "j", sequence: 1, spec: DownloadSpec(url: "http://a.test/f", output: "/tmp/f"),
+                      owner: Owner(uid: 0, gid: 0), created: at(0))
+        let metered = Verdict(target: "a.test", reachable: true, status: .wwan, metered: true, meteredReason: nil, interface: "wwan0",
+                              flags: [.reachable], reason: nil, family: .ipv4, ipv4: .unreachable(""), ipv6: .unreachable(""))
+        XCTAssertEqual(DeferralReason.of(job, verdict: nil), .unreachable)
+        XCTAssertEqual(DeferralReason.of(job, verdict: metered), .metered)
+        job.retryAt = at(5)
+        XCTAssertEqual(DeferralReason.of(job, verdict: metered), .retry)
+    }
+}

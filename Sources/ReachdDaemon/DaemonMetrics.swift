@@ -1,0 +1,119 @@
+import Prometheus
+import ReachdMetrics
+import ReachdModel
+import Synchronization
+
+/// reachd's Prometheus metrics (docs/metrics.md): the internet verdict, its changes, link flaps, netlink
+/// resynchronisations, subscribers, watched hosts, re-judging time, dropped clients and the process.
+/// Events update them as they happen; counts kept elsewhere are read at each scrape.
+public final class DaemonMetrics: Sendable {
+    private let registry = PrometheusCollectorRegistry()
+    private let process: ProcessMetrics
+    private let reachable: Gauge
+    private let metered: Gauge
+    private let changes: Counter
+    private let lastChange: Gauge
+    private let sinceLastChange: Gauge
+    private let resyncs: Counter
+    private let subscriberGauge: Gauge
+    private let watchedHosts: Gauge
+    private let rejudge: DurationHistogram
+    private let connectivity: [Connectivity: Gauge]
+    private let state = Mutex(State())
+    /// Subscribed connections, counted by the socket server's event loops.
+    package let subscribers = Atomic<Int>(0)
+
+    private struct State {
+        var info: Gauge?
+        var flaps = LinkFlaps()
+        var flapCounters: [String: Counter] = [:]
+        var dropCounters: [String: Counter] = [:]
+        var countedResyncs = 0
+        var lastChange: Timestamp?
+    }
+
+    package init() {
+        process = ProcessMetrics(registry: registry)
+        reachable = registry.gauge("reachd_reachable", help: "1 when traffic to the internet can leave now, else 0.")
+        metered = registry.gauge("reachd_metered", help: "1 when the link to the internet is metered, else 0.")
+        changes = registry.counter("reachd_verdict_changes_total", help: "Changes of the internet verdict published.")
+        lastChange = registry.gauge("reachd_last_change_timestamp_seconds", help: "When the internet verdict last changed (Unix seconds).")
+        sinceLastChange = registry.gauge("reachd_seconds_since_last_change", help: "Seconds since the internet verdict last changed, at the scrape.")
+        resyncs = registry.counter("reachd_netlink_resyncs_total", help: "Times the netlink caches were thrown away and dumped again.")
+        subscriberGauge = registry.gauge("reachd_subscribers", help: "Socket connections subscribed to events.")
+        watchedHosts = registry.gauge("reachd_watched_hosts", help: "Host targets watched by at least one client.")
+        rejudge = registry.durationHistogram(
+            "reachd_host_rejudge_duration_seconds", help: "Time to re-judge every watched host after a network change.",
+            buckets: [.microseconds(100), .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(50),
+                      .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5)])
+        var connectivity: [Connectivity: Gauge] = [:]
+        for state in Connectivity.allCases {
+            connectivity[state] = registry.gauge("reachd_connectivity", help: "1 for the connectivity state now (unknown, none, portal, limited, full), 0 for the others.",
+                                                 labels: [("state", state.rawValue)])
+        }
+        self.connectivity = connectivity
+        // The known reasons start at 0, so that a rate over them works before the first drop.
+        for reason in ["events_unread", "replies_unread"] { _ = dropCounter(reason) }
+    }
+
+    /// A published change of the internet verdict.
+    package func verdictChanged(_ stamped: StampedVerdict) {
+        let verdict = stamped.verdict
+        reachable.set(verdict.reachable ? 1.0 : 0.0)
+        metered.set(verdict.metered ? 1.0 : 0.0)
+        for (state, gauge) in connectivity { gauge.set(state == verdict.connectivity ? 1.0 : 0.0) }
+        if stamped.sequence > 1 { changes.increment() }
+        lastChange.set(Double(stamped.timestamp.microseconds) / 1e6)
+        let info = registry.gauge("reachd_path_info", help: "1 for the path to the internet now: its interface, interface kind and status.",
+                                  labels: [("interface", verdict.interface ?? ""), ("kind", (verdict.family == .ipv6 ? verdict.ipv6 : verdict.ipv4).kind?.rawValue ?? ""), ("status", verdict.status.rawValue)])
+        info.set(1.0)
+        let old = state.withLock { state -> Gauge? in
+            defer { state.info = info; state.lastChange = stamped.timestamp }
+            return state.info
+        }
+        if let old, old !== info { registry.unregisterGauge(old) }
+    }
+
+    /// A netlink snapshot: carrier losses count as flaps of their interface.
+    package func snapshot(_ snapshot: NetworkSnapshot) {
+        let counters = state.withLock { state -> [Counter] in
+            state.flaps.record(snapshot).map { name in
+                if let counter = state.flapCounters[name] { return counter }
+                let counter = registry.counter("reachd_link_flaps_total", help: "Carrier losses per interface (beyond 64 names: other).",
+                                               labels: [("interface", name)])
+                state.flapCounters[name] = counter
+                return counter
+            }
+        }
+        for counter in counters { counter.increment() }
+    }
+
+    /// A client closed by the daemon; `reason`: `events_unread` (a subscriber past its queue bound) or
+    /// `replies_unread` (a client that does not read its replies).
+    package func clientDropped(reason: String) { dropCounter(reason).increment() }
+
+    private func dropCounter(_ reason: String) -> Counter {
+        state.withLock { state -> Counter in
+            if let counter = state.dropCounters[reason] { return counter }
+            let counter = registry.counter("reachd_clients_dropped_total", help: "Socket clients the daemon closed, by reason.", labels: [("reason", reason)])
+            state.dropCounters[reason] = counter
+            return counter
+        }
+    }
+
+    package func hostsRejudged(in duration: Duration) { rejudge.record(duration) }
+
+    /// The exposition, with the counts read now.
+    package func render(resynchronisations: Int, watchedHosts watched: Int) -> [UInt8] {
+        process.update()
+        subscriberGauge.set(Double(subscribers.load(ordering: .relaxed)))
+        watchedHosts.set(Double(watched))
+        let (newResyncs, last) = state.withLock { state -> (Int, Timestamp?) in
+            defer { state.countedResyncs = max(state.countedResyncs, resynchronisations) }
+            return (resynchronisations - state.countedResyncs, state.lastChange)
+        }
+        if newResyncs > 0 { resyncs.increment(by: Int64(newResyncs)) }
+        if let last { sinceLastChange.set(Double(Timestamp.now().microseconds - last.microseconds) / 1e6) }
+        return registry.emitToBuffer()
+    }
+}
