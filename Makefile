@@ -19,9 +19,9 @@ TRANSFERS_ARGS ?=
 # Build and test dependencies from Debian (libsqlite3-dev for the job store, systemd for systemd-analyze and
 # busctl, dbus-daemon/dbus-bin for the private test bus, python3 and nginx-light for test servers, openssl
 # for the test CA, curl for the transfer benchmark, network-manager and dnsmasq-base for the real
-# NetworkManager and its DHCP server in the metered-source tests).
+# NetworkManager and its DHCP server in the metered-source tests, prometheus to scrape the metrics endpoints).
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
-                python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base
+                python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus
 # make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
 # Debian with systemd as PID 1.
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
