@@ -12,6 +12,7 @@ parser.add_argument("--pauses", type=int, default=5)
 parser.add_argument("--refresh-jobs", type=int, default=1000)
 parser.add_argument("--upload-rounds", type=int, default=3)
 parser.add_argument("--fetch-runs", type=int, default=20)
+parser.add_argument("--metrics", action="store_true", help="serve metrics on a socket and time scrapes with the refresh jobs in place")
 args = parser.parse_args()
 work, ns = args.work, args.host_ns
 size = args.size_mib << 20
@@ -65,6 +66,8 @@ class Daemon:
     def __init__(self):
         with open(f"{work}/transfers.toml", "w") as config:
             config.write("[downloads]\nmetered_threshold = 10485760\n")
+            if args.metrics:
+                config.write(f"[metrics]\ntransfers_listen = \"{work}/metrics.sock\"\n")
         self.log = open(f"{work}/transfers.log", "a")
         self.process = subprocess.Popen(
             ["ip", "netns", "exec", ns, f"{args.bin}/reachd-transfers", "--socket", sock_path, "--state-dir", f"{work}/state", "--cache-dir", f"{work}/cache",
@@ -278,6 +281,21 @@ if args.refresh_jobs > 0:
         statuses = [line.split('"')[2].split()[0] for line in log if '"GET /r/' in line]
     print(f"refresh: {args.refresh_jobs} conditional checks (concurrency 2) in {elapsed:.2f} s = {args.refresh_jobs / elapsed:.0f} checks/s; "
           f"nginx answered {statuses.count('304')} x 304, {len(statuses) - statuses.count('304')} other")
+    if args.metrics:
+        scrapes, body = [], b""
+        for _ in range(50):
+            begin = time.monotonic()
+            with socket.socket(socket.AF_UNIX) as metrics:
+                metrics.connect(f"{work}/metrics.sock")
+                metrics.sendall(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+                body = b""
+                while chunk := metrics.recv(65536):
+                    body += chunk
+            scrapes.append(time.monotonic() - begin)
+        scrapes.sort()
+        completed = [line for line in body.decode().splitlines() if line.startswith('reachd_transfers_jobs{state="completed"}')]
+        print(f"metrics: GET /metrics with {args.refresh_jobs} jobs (50 scrapes, {len(body)} bytes): median {statistics.median(scrapes) * 1000:.2f} ms, "
+              f"max {scrapes[-1] * 1000:.2f} ms; {completed[0] if completed else 'no jobs line'}")
     daemon.kill(signal.SIGTERM)
 
 # 5. Multipart upload of the file, against curl -F in the same run, with the daemon's RSS.

@@ -22,11 +22,17 @@ struct Bench: ParsableCommand {
     @Option(help: "Changes timed for the fan-out figure.") var fanoutRounds: Int = 5
     @Option(help: "Watched hosts for the host re-judging figure (names h1.bench ... from /etc/hosts).") var hosts: Int = 1000
     @Option(help: "reachctl binary for the `status --host` wall-time figure.") var reachctl: String?
+    @Option(help: "Serve metrics on this IPv4 address:port ([metrics] listen) and time scrapes with the hosts watched.") var metrics: String?
 
     func run() throws {
         raiseFileLimit()
         let socketPath = "/tmp/reachd-bench-\(getpid()).sock"
-        let daemon = try Daemon(binary: reachd, socket: socketPath)
+        var config: String?
+        if let metrics {
+            config = "/tmp/reachd-bench-\(getpid()).toml"
+            try "[metrics]\nlisten = \"\(metrics)\"\n".write(toFile: config!, atomically: true, encoding: .utf8)
+        }
+        let daemon = try Daemon(binary: reachd, socket: socketPath, config: config)
         defer { daemon.stop() }
         let link = try LinkFlapper(name: flap)
         defer { try? link.set(up: true) }
@@ -110,6 +116,17 @@ struct Bench: ParsableCommand {
             rounds.append(ReachdConnection.monotonicSeconds() - change)
         }
         rounds.sort()
+        if let metrics {
+            var scrapes: [Double] = []
+            var size = 0
+            for _ in 0..<50 {
+                let begin = ReachdConnection.monotonicSeconds()
+                size = try scrape(metrics)
+                scrapes.append(ReachdConnection.monotonicSeconds() - begin)
+            }
+            scrapes.sort()
+            print("metrics: GET /metrics with \(hosts) hosts watched (50 scrapes, \(size) bytes): median \(ms(percentile(scrapes, 0.5))) ms, max \(ms(scrapes.last ?? 0)) ms")
+        }
         print("hosts: subscribe to \(hosts) names \(ms(subscribeTime)) ms; one route change re-judges all \(hosts) (event at the client): median \(ms(percentile(rounds, 0.5))) ms, max \(ms(rounds.last ?? 0)) ms")
         try run("/usr/sbin/ip", ["route", "del", "198.18.0.0/15"])
         if let reachctl {
@@ -138,6 +155,32 @@ struct Bench: ParsableCommand {
         waitpid(child, &status, 0)
         let code = (status >> 8) & 0xff
         guard okStatuses.contains(code) else { throw BenchError("\(args.joined(separator: " ")) exited \(code)") }
+    }
+
+    /// One `GET /metrics` from `address` (IPv4:port); returns the bytes of the answer.
+    private func scrape(_ address: String) throws -> Int {
+        let parts = address.split(separator: ":")
+        guard parts.count == 2, let port = UInt16(parts[1]) else { throw BenchError("--metrics takes IPv4:PORT") }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw BenchError("socket failed") }
+        defer { close(fd) }
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_port = port.bigEndian
+        inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
+        let connected = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw BenchError("cannot connect to \(address)") }
+        let request = Array("GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            total += n
+        }
+        guard total > 0 else { throw BenchError("empty answer from \(address)") }
+        return total
     }
 
     private func nextEvent(_ connection: ReachdConnection) throws -> StampedVerdict {
@@ -189,10 +232,11 @@ final class Daemon {
     let pid: pid_t
     let socket: String
 
-    init(binary: String, socket: String) throws {
+    init(binary: String, socket: String, config: String? = nil) throws {
         self.socket = socket
         var child: pid_t = 0
         let args = [binary, "--socket", socket, "--log-level", "warning", "--bus", "none", "--networkmanager", "none"]
+            + (config.map { ["--config", $0] } ?? [])
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for arg in argv { free(arg) } }
         guard posix_spawn(&child, binary, nil, nil, &argv, environ) == 0 else { throw BenchError("cannot start \(binary)") }
