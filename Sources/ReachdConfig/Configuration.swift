@@ -23,6 +23,11 @@ public struct Configuration: Hashable, Sendable {
     public var netrcPath: String?
     /// `[downloads] ca_file`: PEM certificates trusted for https besides the system's.
     public var caFile: String?
+    /// `[downloads] max_jobs_per_user` and `max_jobs`: jobs one user, and the service, may hold (finished included).
+    public var maximumJobsPerUser = 1000
+    public var maximumJobs = 10000
+    /// `[downloads] keep_finished_seconds`: finished jobs are forgotten after this long; 0 keeps them.
+    public var keepFinishedSeconds: Int64 = 30 * 86400
     /// `[downloads] read_timeout_seconds`: a server that sends nothing for this long loses the connection
     /// (the attempt is retried later).
     public var readTimeoutSeconds: Double = 30
@@ -94,8 +99,9 @@ extension Configuration {
         }
         if let value = table["downloads"] {
             guard let section = value.table else { throw ConfigurationError("\"downloads\" must be a table: write [downloads]") }
-            for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file", "read_timeout_seconds"].contains(key) {
-                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, metered_threshold, netrc, read_timeout_seconds)")
+            for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file", "read_timeout_seconds",
+                                        "max_jobs_per_user", "max_jobs", "keep_finished_seconds"].contains(key) {
+                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, keep_finished_seconds, max_jobs, max_jobs_per_user, metered_threshold, netrc, read_timeout_seconds)")
             }
             readTimeoutSeconds = try Self.seconds(section["read_timeout_seconds"], name: "downloads: read_timeout_seconds",
                                                   default: readTimeoutSeconds, minimum: 0.1)
@@ -109,6 +115,19 @@ extension Configuration {
                     throw ConfigurationError("downloads: \"metered_threshold\" must be a number of bytes (0 or more)")
                 }
                 meteredThreshold = bytes
+            }
+            for (key, value) in [("max_jobs_per_user", section["max_jobs_per_user"]), ("max_jobs", section["max_jobs"])] {
+                guard let value else { continue }
+                guard let count = value.integer, (1...1_000_000).contains(count) else {
+                    throw ConfigurationError("downloads: \"\(key)\" must be 1 to 1000000")
+                }
+                if key == "max_jobs" { maximumJobs = Int(count) } else { maximumJobsPerUser = Int(count) }
+            }
+            if let keep = section["keep_finished_seconds"] {
+                guard let seconds = keep.integer, seconds >= 0 else {
+                    throw ConfigurationError("downloads: \"keep_finished_seconds\" must be a number of seconds (0: keep finished jobs)")
+                }
+                keepFinishedSeconds = seconds
             }
             if let concurrency = section["concurrency"] {
                 guard let count = concurrency.integer, (1...64).contains(count) else {

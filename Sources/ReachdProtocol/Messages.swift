@@ -95,6 +95,8 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case invalidOutput = "invalid_output"
         /// The job's state does not allow the operation (e.g. resume a completed job).
         case conflict = "conflict"
+        /// The caller (or the service) holds as many jobs as allowed: remove finished ones first.
+        case limit = "limit"
         /// The daemon could not do it (store unwritable, disk full); the message says what failed.
         case internalError = "internal"
         /// `fetch`: neither the network nor the cache can give the body; the message says why.

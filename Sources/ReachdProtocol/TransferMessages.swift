@@ -8,7 +8,7 @@ import ReachdTransferModel
 /// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).
 public struct TransferRequest: Hashable, Sendable {
     public enum Operation: String, Hashable, Sendable, CaseIterable {
-        case add, upload, fetch, list, show, pause, resume, cancel, refresh, watch, ping
+        case add, upload, fetch, list, show, pause, resume, cancel, refresh, remove, clean, watch, ping
     }
 
     public var op: Operation
@@ -130,7 +130,7 @@ public enum TransferRequestParser {
         default: return bad("\"job\" must be a job id (hex digits)")
         }
         switch op {
-        case .show, .pause, .resume, .cancel, .refresh:
+        case .show, .pause, .resume, .cancel, .refresh, .remove:
             guard request.job != nil else { return bad("\(op.rawValue) needs \"job\"") }
         case .add:
             guard case .string(let url)? = fields["url"] else { return bad("add needs \"url\" as a string") }
@@ -182,7 +182,7 @@ public enum TransferRequestParser {
         case .fetch:
             guard case .string(let url)? = fields["url"] else { return bad("fetch needs \"url\" as a string") }
             request.fetch = url
-        case .list, .watch, .ping: break
+        case .list, .clean, .watch, .ping: break
         }
         return .success(request)
     }

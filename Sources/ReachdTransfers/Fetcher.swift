@@ -459,9 +459,7 @@ final class Fetcher: Sendable {
     /// SHA-256 of a file, read on a file thread.
     func sha256(ofFileAt path: String, as owner: Owner, files: UserFiles) async throws -> String {
         let fd = try await files.run(as: owner) {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileError("cannot read \(path)") }
-            return fd
+            try UserFiles.openRegular(path, O_RDONLY, failure: "cannot read \(path)")
         }
         defer { close(fd) }
         return try await fileThreads.runUncancellable { try FileDigest.sha256(fd: fd) }

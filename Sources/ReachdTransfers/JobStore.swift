@@ -116,6 +116,13 @@ public final class JobStore: Sendable {
         try database.read { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM job") ?? 1 }
     }
 
+    /// Deletes jobs' rows.
+    public func delete(_ ids: [String]) throws {
+        try database.write { db in
+            for id in ids { try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [id]) }
+        }
+    }
+
     /// Inserts or replaces the job's row.
     public func save(_ job: Job) throws {
         try database.write { db in

@@ -20,6 +20,11 @@ actor TransferScheduler: FetchObserver {
         var eventIntervalSeconds = 0.25
         /// One netrc for all jobs; nil: each owner's `~/.netrc`.
         var netrcPath: String?
+        /// Jobs one user may hold (finished ones included), and the service as a whole.
+        var maximumJobsPerUser = 1000
+        var maximumJobs = 10000
+        /// Finished jobs (completed without refresh, failed, cancelled) are forgotten after this many seconds; 0: kept.
+        var keepFinishedSeconds: Int64 = 30 * 86400
     }
 
     /// Why the scheduler stopped a running transfer; applied when its task ends.
@@ -83,6 +88,7 @@ actor TransferScheduler: FetchObserver {
             jobs[job.id] = job
         }
         logger.info("loaded \(stored.count) jobs, \(jobs.values.filter { !$0.state.isTerminal }.count) unfinished")
+        expireFinished()
         for job in jobs.values where !job.state.isTerminal || job.refreshSeconds != nil { watchHost(of: job) }
         reschedule()
     }
@@ -134,6 +140,8 @@ actor TransferScheduler: FetchObserver {
         case .resume: return .job(id: request.id, job: try resume(try job(), owner: owner))
         case .cancel: return .job(id: request.id, job: try await cancel(try job(), owner: owner))
         case .refresh: return .job(id: request.id, job: try refresh(try job(), owner: owner))
+        case .remove: return .job(id: request.id, job: try remove(try job(), owner: owner))
+        case .clean: return .jobs(id: request.id, jobs: clean(owner: owner))
         case .watch: throw ProtocolError(.badRequest, "watch needs a socket connection", id: request.id)
         case .fetch: throw ProtocolError(.badRequest, "fetch is answered by the cache", id: request.id)
         }
@@ -166,6 +174,67 @@ actor TransferScheduler: FetchObserver {
         return (Job.newID(using: &generator), nextSequence)
     }
 
+    /// Refuses a new job past the limits: per user (the same uid), and for the whole service.
+    private func admitAnother(for owner: Owner) throws(ProtocolError) {
+        expireFinished()
+        let held = jobs.values.filter { $0.owner.uid == owner.uid }.count
+        guard held < settings.maximumJobsPerUser else {
+            throw ProtocolError(.limit, "uid \(owner.uid) holds \(held) jobs, the most allowed ([downloads] max_jobs_per_user); "
+                + "remove finished ones with reachctl download remove ID or clean")
+        }
+        guard jobs.count < settings.maximumJobs else {
+            throw ProtocolError(.limit, "the service holds \(jobs.count) jobs, the most allowed ([downloads] max_jobs)")
+        }
+    }
+
+    /// A job that is finished: completed (and not kept fresh), failed or cancelled.
+    private static func isFinished(_ job: Job) -> Bool {
+        job.state.isTerminal && !(job.state == .completed && job.refreshSeconds != nil)
+    }
+
+    /// Forgets finished jobs older than `keepFinishedSeconds` (by their last change).
+    private func expireFinished() {
+        guard settings.keepFinishedSeconds > 0 else { return }
+        let before = Timestamp.now().microseconds - settings.keepFinishedSeconds * 1_000_000
+        let expired = jobs.values.filter { Self.isFinished($0) && $0.updated.microseconds < before }.map(\.id)
+        guard !expired.isEmpty else { return }
+        forget(expired)
+        logger.info("forgot \(expired.count) finished jobs older than \(settings.keepFinishedSeconds) s")
+    }
+
+    private func forget(_ ids: [String]) {
+        do {
+            try store.delete(ids)
+        } catch {
+            logger.error("the job store could not be written: \(error)")
+            return
+        }
+        for id in ids {
+            jobs[id] = nil
+            unwatchHost(of: id)
+            lastCheckpoint[id] = nil
+            lastEvent[id] = nil
+            sizeChecked.remove(id)
+        }
+    }
+
+    /// Removes a finished job from the table (its file stays where it is).
+    func remove(_ id: String, owner: Owner) throws(ProtocolError) -> Job {
+        let job = try show(id, owner: owner)
+        guard job.state.isTerminal else {
+            throw ProtocolError(.conflict, "job \(id) is \(job.state.rawValue); cancel it first, then remove it")
+        }
+        forget([id])
+        return job
+    }
+
+    /// Removes the caller's finished jobs (root: everyone's); returns them.
+    func clean(owner: Owner) -> [Job] {
+        let finished = jobs.values.filter { owner.mayControl($0) && Self.isFinished($0) }.sorted { $0.sequence < $1.sequence }
+        forget(finished.map(\.id))
+        return finished
+    }
+
     /// Stores a new job (running `undo` when that fails) and starts following it.
     private func enqueue(_ job: Job, undo: () async -> Void = {}) async throws(ProtocolError) -> Job {
         do {
@@ -184,6 +253,7 @@ actor TransferScheduler: FetchObserver {
 
     func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
         _ = try Self.admit(url: spec.url, owner: owner, files: files)
+        try admitAnother(for: owner)
         do {
             try OutputPath.validate(spec.output)
         } catch {
@@ -205,6 +275,7 @@ actor TransferScheduler: FetchObserver {
     /// Queues an upload of a file the owner can read.
     func addUpload(_ spec: UploadSpec, owner: Owner) async throws(ProtocolError) -> Job {
         _ = try Self.admit(url: spec.url, owner: owner, files: files)
+        try admitAnother(for: owner)
         guard spec.file.hasPrefix("/"), !spec.file.hasSuffix("/"), !spec.file.utf8.contains(0) else {
             throw ProtocolError(.invalidOutput, "invalid file \"\(spec.file.prefix(200))\": must be an absolute path to a file")
         }

@@ -53,6 +53,9 @@ public enum TransferService {
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
         settings.netrcPath = options.configuration.netrcPath
+        settings.maximumJobsPerUser = options.configuration.maximumJobsPerUser
+        settings.maximumJobs = options.configuration.maximumJobs
+        settings.keepFinishedSeconds = options.configuration.keepFinishedSeconds
         let metrics = options.configuration.transfersMetricsListen.map { _ in TransferMetrics() }
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, metrics: metrics,
                                           logger: logger)

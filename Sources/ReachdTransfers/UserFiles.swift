@@ -52,6 +52,21 @@ public final class UserFiles: Sendable {
         }
     }
 
+    /// Opens `path` without blocking and only if it is a regular file: a FIFO, device or directory would
+    /// block the identity thread (and with it every user's file operations) or is no file to transfer.
+    /// The descriptor is returned in blocking mode.
+    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws -> Int32 {
+        let fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw FileError(failure()) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw FileError("\(path) is not a regular file (a FIFO, device or directory cannot be read or written by a transfer)", errno: EINVAL)
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
+    }
+
     /// Checks that the owner may create `job.output`, by creating its (empty) partial file next to it.
     func createPartial(for job: Job) async throws {
         try await run(as: job.owner) {
@@ -59,8 +74,8 @@ public final class UserFiles: Sendable {
             if stat(job.output, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
                 throw FileError("\(job.output) is a directory", errno: EISDIR)
             }
-            let fd = open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw FileError("cannot create \(job.partialPath) as uid \(job.owner.uid)") }
+            let fd = try Self.openRegular(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
+                                          failure: "cannot create \(job.partialPath) as uid \(job.owner.uid)")
             close(fd)
         }
     }
@@ -68,9 +83,8 @@ public final class UserFiles: Sendable {
     /// Opens the partial file for writing (creating it if it went missing); the caller closes the descriptor.
     func openPartial(for job: Job) async throws -> Int32 {
         try await run(as: job.owner) {
-            let fd = open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw FileError("cannot open \(job.partialPath) as uid \(job.owner.uid)") }
-            return fd
+            try Self.openRegular(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644,
+                                 failure: "cannot open \(job.partialPath) as uid \(job.owner.uid)")
         }
     }
 
@@ -88,9 +102,7 @@ public final class UserFiles: Sendable {
     /// Creates (truncating) a file as `owner`, mode 0600; the caller closes the descriptor.
     func create(_ path: String, as owner: Owner) async throws -> Int32 {
         try await run(as: owner) {
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw FileError("cannot create \(path) as uid \(owner.uid)") }
-            return fd
+            try Self.openRegular(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600, failure: "cannot create \(path) as uid \(owner.uid)")
         }
     }
 
@@ -108,13 +120,9 @@ public final class UserFiles: Sendable {
     /// Opens a regular file for reading as `owner`; the caller closes the descriptor.
     func openForReading(_ path: String, as owner: Owner) async throws -> (fd: Int32, size: Int64) {
         try await run(as: owner) {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileError("cannot read \(path) as uid \(owner.uid)") }
+            let fd = try Self.openRegular(path, O_RDONLY, failure: "cannot read \(path) as uid \(owner.uid)")
             var info = stat()
-            guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-                close(fd)
-                throw FileError("\(path) is not a regular file", errno: EINVAL)
-            }
+            fstat(fd, &info)
             return (fd, Int64(info.st_size))
         }
     }
@@ -129,8 +137,7 @@ public final class UserFiles: Sendable {
     /// A small text file (at most 1 MiB) read as `owner`.
     func read(_ path: String, as owner: Owner) async throws -> String {
         try await run(as: owner) {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileError("cannot read \(path)") }
+            let fd = try Self.openRegular(path, O_RDONLY, failure: "cannot read \(path)")
             defer { close(fd) }
             var bytes = [UInt8](repeating: 0, count: 1 << 20)
             var count = 0

@@ -98,7 +98,8 @@ extension Reachctl {
         static let configuration = CommandConfiguration(
             abstract: "Queue downloads that wait for an unmetered route (served by reachd-transfers).",
             discussion: "Exit status: 0 done, 1 failed/cancelled/timed out (wait), 2 error.",
-            subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Cancel.self, Refresh.self, WaitJob.self]
+            subcommands: [Add.self, List.self, Show.self, Pause.self, Resume.self, Cancel.self, Refresh.self, Remove.self, Clean.self,
+                          WaitJob.self]
         )
     }
 }
@@ -152,7 +153,24 @@ extension Reachctl.Download {
         }
     }
 
-    /// show, pause, resume, cancel: one job id, one job printed.
+    struct Clean: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove your finished jobs (completed, failed, cancelled; root: everyone's) from the list; prints them.",
+            discussion: "Downloads kept fresh (--refresh-every) are not finished. The files stay where they are."
+        )
+
+        @OptionGroup var transfers: TransferOptions
+        @Flag(help: "Print a JSON array.") var json = false
+
+        func run() throws {
+            let client = transfers.connect()
+            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .clean)) }
+            if json { return printLine(jobsJSON(jobs)) }
+            for job in jobs { printLine(humanLine(job)) }
+        }
+    }
+
+    /// show, pause, resume, cancel, refresh, remove: one job id, one job printed.
     struct JobArguments: ParsableArguments {
         @OptionGroup var transfers: TransferOptions
         @Argument(help: "Job id.") var id: String
@@ -187,6 +205,12 @@ extension Reachctl.Download {
         static let configuration = CommandConfiguration(abstract: "Cancel a job and remove its partial file.")
         @OptionGroup var job: JobArguments
         func run() throws { job.perform(.cancel) }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a finished job from the list (its file stays); prints it.")
+        @OptionGroup var job: JobArguments
+        func run() throws { job.perform(.remove) }
     }
 
     struct Refresh: ParsableCommand {
@@ -297,9 +321,9 @@ extension Reachctl {
     struct Upload: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Queue uploads that wait for an unmetered route (served by reachd-transfers).",
-            discussion: "list, show, pause, resume, cancel and wait are the download commands': they act on every job.",
+            discussion: "list, show, pause, resume, cancel, remove, clean and wait are the download commands': they act on every job.",
             subcommands: [UploadAdd.self, Download.List.self, Download.Show.self, Download.Pause.self, Download.Resume.self,
-                          Download.Cancel.self, Download.WaitJob.self]
+                          Download.Cancel.self, Download.Remove.self, Download.Clean.self, Download.WaitJob.self]
         )
     }
 

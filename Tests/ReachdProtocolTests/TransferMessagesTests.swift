@@ -34,7 +34,7 @@ final class TransferMessagesTests: XCTestCase {
     // MARK: Parser
 
     func testParserRefusals() {
-        let known = "add, upload, fetch, list, show, pause, resume, cancel, refresh, watch, ping"
+        let known = "add, upload, fetch, list, show, pause, resume, cancel, refresh, remove, clean, watch, ping"
         let add = #""op":"add","url":"http://h/x","output":"/x""#
         let table: [(String, ProtocolError.Code, String, RequestID?, Int)] = [
             ("not json", .badJSON, "the line is not valid JSON", nil, #line),
@@ -54,6 +54,7 @@ final class TransferMessagesTests: XCTestCase {
             (#"{"op":"show","id":5}"#, .badRequest, #"show needs "job""#, .number(5), #line),
             (#"{"op":"pause","job":null}"#, .badRequest, #"pause needs "job""#, nil, #line),
             (#"{"op":"refresh"}"#, .badRequest, #"refresh needs "job""#, nil, #line),
+            (#"{"op":"remove"}"#, .badRequest, #"remove needs "job""#, nil, #line),
             (#"{"op":"fetch"}"#, .badRequest, #"fetch needs "url" as a string"#, nil, #line),
             (#"{"op":"upload","url":"http://h/"}"#, .badRequest, #"upload needs "file" as a string (an absolute path)"#, nil, #line),
             (#"{"op":"upload","file":"/f","url":"http://h/","method":"PATCH"}"#, .badRequest, #""method" must be PUT or POST"#, nil, #line),

@@ -1,0 +1,114 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import ReachdTransferModel
+import XCTest
+
+/// A local user who hands the transfer service files that are not files: a FIFO as the file to upload or as
+/// `~/.netrc` would have blocked the one thread that does every user's file operations. Now they get a clear
+/// error (or are skipped) and everyone else's jobs go on.
+final class HostileUserIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    func testFIFOsAndDevicesNeverBlockTheDaemon() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon()
+        let fifo = lab.lab.directory + "/upload.fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o644), 0)
+        for source in [fifo, "/dev/zero"] {
+            XCTAssertThrowsError(try lab.upload(source, to: "http://mirror.test:\(lab.port)/sink")) { error in
+                XCTAssertTrue("\(error)".contains("is not a regular file"), "\(error)")
+            }
+        }
+
+        // A user whose ~/.netrc is a FIFO: the credential lookup skips it, and the download goes on.
+        let user = "rdt\(getpid() % 100000)f"
+        let home = lab.lab.directory + "/fifohome"
+        try lab.lab.run("useradd -M -d \(home) -s /usr/sbin/nologin \(user)")
+        defer { _ = try? lab.lab.run("userdel \(user)") }
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        XCTAssertEqual(mkfifo(home + "/.netrc", 0o600), 0)
+        try lab.lab.run("chown -R \(user) \(home) && chmod 755 \(home)")
+        let sum = try lab.serve("u.bin", bytes: 20_000)
+        let added = try lab.download(["add", lab.url("u.bin"), "--output", home + "/u.bin"], user: user)
+        XCTAssertEqual(added.status, 0, added.err)
+        let done = try lab.waitFor(added.out.trimmingCharacters(in: .whitespacesAndNewlines), "completed") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(try lab.sha256(home + "/u.bin"), sum)
+
+        // Root's jobs were never held up.
+        let other = try lab.add(lab.url("u.bin"), output: lab.out + "/root.bin")
+        XCTAssertEqual(try lab.waitFor(other, "completed", timeout: 30) { $0.state.isTerminal }.state, .completed)
+    }
+}
+
+/// A local user who floods the job table: a per-user limit, finished jobs removed one by one or all at once,
+/// and forgotten after `keep_finished_seconds`.
+final class JobLimitIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    func testAFloodHitsTheLimitAndFinishedJobsCanBeRemoved() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon(config: "[downloads]\nmax_jobs_per_user = 3\n")
+        try lab.serve("f.bin", bytes: 1000)
+        var ids: [String] = []
+        for n in 0..<3 {
+            let id = try lab.add(lab.url("f.bin"), output: lab.out + "/f\(n).bin")
+            try lab.waitFor(id, "completed") { $0.state == .completed }
+            ids.append(id)
+        }
+        let refused = try lab.download(["add", lab.url("f.bin"), "--output", lab.out + "/f3.bin"])
+        XCTAssertEqual(refused.status, 2)
+        XCTAssertTrue(refused.err.contains("uid 0 holds 3 jobs, the most allowed ([downloads] max_jobs_per_user)"), refused.err)
+
+        // Another user is not held back by root's jobs.
+        let user = "rdt\(getpid() % 100000)l"
+        try lab.lab.run("useradd -M -d /nonexistent -s /usr/sbin/nologin \(user)")
+        defer { _ = try? lab.lab.run("userdel \(user)") }
+        try lab.lab.run("install -d -o \(user) \(lab.out)/\(user)")
+        let theirs = try lab.download(["add", lab.url("f.bin"), "--output", "\(lab.out)/\(user)/f.bin"], user: user)
+        XCTAssertEqual(theirs.status, 0, theirs.err)
+        let theirID = theirs.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        try lab.waitFor(theirID, "completed") { $0.state == .completed }
+        XCTAssertNotEqual(try lab.download(["remove", theirID], user: "nobody").status, 0, "not someone else's job")
+
+        XCTAssertEqual(try lab.download(["remove", ids[0]]).status, 0)
+        XCTAssertNotEqual(try lab.download(["show", ids[0]]).status, 0, "gone")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: lab.out + "/f0.bin"), "the file stays")
+        let again = try lab.add(lab.url("f.bin"), output: lab.out + "/f3.bin")
+        try lab.waitFor(again, "completed") { $0.state == .completed }
+        let cleaned = try lab.download(["clean"])
+        XCTAssertEqual(cleaned.status, 0, cleaned.err)
+        XCTAssertEqual(cleaned.out.split(separator: "\n").count, 4, "root cleans everyone's finished jobs: \(cleaned.out)")
+        XCTAssertEqual(try lab.download(["list"]).out, "")
+    }
+
+    func testFinishedJobsAreForgottenAfterTheirTime() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon(config: "[downloads]\nkeep_finished_seconds = 1\n")
+        try lab.serve("f.bin", bytes: 1000)
+        let old = try lab.add(lab.url("f.bin"), output: lab.out + "/old.bin")
+        try lab.waitFor(old, "completed") { $0.state == .completed }
+        let paused = try lab.add(lab.url("f.bin?rate=100"), output: lab.out + "/slow.bin")
+        XCTAssertEqual(try lab.download(["pause", paused]).status, 0)
+        // Expiry is checked when jobs are added (and at start): no timer wakes the daemon for it.
+        try eventually("the finished job forgotten") {
+            _ = try? lab.add(lab.url("f.bin"), output: lab.out + "/new-\(UUID().uuidString.prefix(8)).bin")
+            return try lab.download(["show", old]).status != 0
+        }
+        XCTAssertEqual(try lab.download(["show", paused]).status, 0, "an unfinished job is kept")
+    }
+}
