@@ -50,6 +50,8 @@ let package = Package(
         .target(name: "ReachdTransferModel", dependencies: ["ReachdModel"]),
         // Wire protocol: line framing, request parsing, response encoding. Pure.
         .target(name: "ReachdProtocol", dependencies: ["ReachdModel", "ReachdTransferModel"]),
+        // glibc's malloc_trim, which Swift's Glibc module does not export.
+        .target(name: "CReachdMemory"),
         // File operations with a client's credentials (per-thread setfsuid/setfsgid/setgroups).
         .target(name: "CReachdFiles"),
         // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server.
@@ -84,7 +86,7 @@ let package = Package(
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "CSystemd", "CReachdBus",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "CSystemd", "CReachdBus", "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),

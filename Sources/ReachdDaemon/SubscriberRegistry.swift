@@ -1,3 +1,4 @@
+import CReachdMemory
 import NIOCore
 import ReachdModel
 
@@ -10,6 +11,8 @@ final class SubscriberRegistry: @unchecked Sendable {
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private let onDrop: @Sendable (String) -> Void
     private let metrics: DaemonMetrics?
+    /// A return of freed memory to the kernel is planned (see `releaseMemorySoon`).
+    private var releasePlanned = false
 
     /// A class, so that updating its sequences while iterating the registry copies nothing.
     private final class Subscriber {
@@ -43,7 +46,22 @@ final class SubscriberRegistry: @unchecked Sendable {
 
     func remove(_ channel: any Channel) {
         eventLoop.preconditionInEventLoop()
-        if subscribers.removeValue(forKey: ObjectIdentifier(channel)) != nil { metrics?.subscribers.subtract(1, ordering: .relaxed) }
+        if subscribers.removeValue(forKey: ObjectIdentifier(channel)) != nil {
+            metrics?.subscribers.subtract(1, ordering: .relaxed)
+            releaseMemorySoon()
+        }
+    }
+
+    /// A second after subscribers leave, hands the memory their queues held back to the kernel: glibc's
+    /// malloc keeps freed blocks in its arenas, so a flood of clients that never read would leave the daemon
+    /// large for good. One timer per burst of departures, none while nothing happens.
+    private func releaseMemorySoon() {
+        guard !releasePlanned else { return }
+        releasePlanned = true
+        eventLoop.scheduleTask(in: .seconds(1)) { [self] in
+            releasePlanned = false
+            _ = reachd_release_memory()
+        }
     }
 
     var count: Int {
@@ -87,6 +105,7 @@ final class SubscriberRegistry: @unchecked Sendable {
             guard let subscriber = subscribers.removeValue(forKey: id) else { continue }
             metrics?.subscribers.subtract(1, ordering: .relaxed)
             metrics?.clientDropped(reason: "events_unread")
+            releaseMemorySoon()
             onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
             subscriber.channel.close(promise: nil)
         }

@@ -60,12 +60,20 @@ struct PeerCredentials: Sendable {
     var gid: UInt32 = 0
 }
 
-/// One client: frames lines, hands requests to a per-connection task that answers them in order.
+/// One client: frames lines, hands requests to a per-connection task that answers them in order. What one
+/// client can make the daemon hold is bounded: at most `maximumQueuedRequests` requests wait (past that the
+/// socket is not read until they are answered), and replies queue only up to the write buffer's high-water
+/// mark (1 MiB) plus the one being written: a client that does not read them is disconnected.
 final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
+    static let maximumQueuedRequests = 16
+
     private var framer = LineFramer(maximumLineLength: maximumRequestLineLength)
+    /// Requests handed to the session and not yet answered.
+    private var queued = 0
+    private var context: ChannelHandlerContext?
     private let owner: Owner
     private let scheduler: TransferScheduler
     private let cache: OfflineCache
@@ -79,13 +87,22 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
         self.logger = logger
     }
 
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
     func channelActive(context: ChannelHandlerContext) {
         let (stream, continuation) = AsyncStream<Result<TransferRequest, ProtocolError>>.makeStream()
         requests = continuation
         let channel = context.channel
-        let session = TransferSession(owner: owner, scheduler: scheduler, cache: cache, channel: channel)
+        let session = TransferSession(owner: owner, scheduler: scheduler, cache: cache, channel: channel, logger: logger)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
         Task {
-            for await request in stream { await session.handle(request) }
+            for await request in stream {
+                await session.handle(request)
+                loop.execute { bound.value.answered() }
+            }
             await session.close()
         }
         context.fireChannelActive()
@@ -95,12 +112,28 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
         for frame in framer.append(unwrapInboundIn(data).readableBytesView) {
             switch frame {
             case .oversized:
-                requests?.yield(.failure(ProtocolError(.lineTooLong, "request lines are limited to \(maximumRequestLineLength) bytes")))
+                enqueue(.failure(ProtocolError(.lineTooLong, "request lines are limited to \(maximumRequestLineLength) bytes")), context: context)
             case .line(let line):
                 guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
-                requests?.yield(TransferRequestParser.parse(line))
+                enqueue(TransferRequestParser.parse(line), context: context)
             }
         }
+    }
+
+    /// Hands a request on; with `maximumQueuedRequests` waiting, stops reading the socket (the kernel's
+    /// buffer, then the client, wait) until one is answered.
+    private func enqueue(_ request: Result<TransferRequest, ProtocolError>, context: ChannelHandlerContext) {
+        guard let requests else { return }
+        queued += 1
+        requests.yield(request)
+        if queued == Self.maximumQueuedRequests { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
+    }
+
+    private func answered() {
+        queued -= 1
+        guard queued == Self.maximumQueuedRequests - 1, let context else { return }
+        context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        context.read()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -120,9 +153,11 @@ actor TransferSession {
     private let scheduler: TransferScheduler
     private let cache: OfflineCache
     private let channel: any Channel
+    private let logger: Logger
     private var watcher: Int?
 
-    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel) {
+    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel, logger: Logger) {
+        self.logger = logger
         self.owner = owner
         self.scheduler = scheduler
         self.cache = cache
@@ -167,7 +202,14 @@ actor TransferSession {
         watcher = nil
     }
 
-    private func send(_ reply: TransferReply) { Self.write(reply, to: channel) }
+    /// Sends a reply, or disconnects a client that has stopped reading its replies.
+    private func send(_ reply: TransferReply) {
+        guard channel.isWritable else {
+            logger.notice("transfer client (uid \(owner.uid)) does not read its replies; closing it")
+            return channel.close(promise: nil)
+        }
+        Self.write(reply, to: channel)
+    }
 
     private static func write(_ reply: TransferReply, to channel: any Channel) {
         channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil)

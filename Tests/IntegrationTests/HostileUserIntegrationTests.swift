@@ -48,6 +48,24 @@ final class HostileUserIntegrationTests: XCTestCase {
     }
 }
 
+/// A local user who pipelines requests and never reads the replies: the daemon stops reading past 16 waiting
+/// requests, queues replies only up to its high-water mark, then disconnects the client; others are served.
+final class PipelineFloodIntegrationTests: XCTestCase {
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Support/pipeline_flood.py").standardized.path
+
+    func testAClientThatDoesNotReadIsDisconnected() throws {
+        let lab = try TransferLab()
+        defer { lab.tearDown() }
+        try lab.startDaemon()
+        let ended = try lab.lab.run("python3 \(Self.script) \(lab.socketPath) 100000").trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(ended.hasPrefix("disconnected after "), ended)
+        XCTAssertTrue(lab.log.contains("does not read its replies; closing it"), lab.log.suffix(2000).description)
+        let answer = try lab.client().call(TransferRequest(op: .ping), timeout: 10)
+        guard case .pong = answer else { return XCTFail("the daemon does not answer others: \(answer)") }
+    }
+}
+
 /// A local user who floods the job table: a per-user limit, finished jobs removed one by one or all at once,
 /// and forgotten after `keep_finished_seconds`.
 final class JobLimitIntegrationTests: XCTestCase {
