@@ -156,10 +156,12 @@ final class TransferBusService: @unchecked Sendable {
         return sd_bus_message_exit_container(call) >= 0 ? options : nil
     }
 
-    /// The caller's uid from the bus; its groups from the user database.
+    /// The caller's uid as the bus daemon took it from the kernel when the caller connected (SO_PEERCRED),
+    /// never augmented from /proc (a pid read there may belong to another process by then); its groups from
+    /// the user database.
     private static func caller(of call: OpaquePointer) -> Owner? {
         var creds: OpaquePointer?
-        let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_AUGMENT)
+        let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID)
         guard sd_bus_query_sender_creds(call, mask, &creds) >= 0, let creds else { return nil }
         defer { sd_bus_creds_unref(creds) }
         var uid: uid_t = 0
