@@ -65,7 +65,8 @@ class Client:
 class Daemon:
     def __init__(self):
         with open(f"{work}/transfers.toml", "w") as config:
-            config.write("[downloads]\nmetered_threshold = 10485760\n")
+            # The refresh figure holds 1,000 jobs besides the earlier ones: past the default limit of 1,000 per user.
+            config.write("[downloads]\nmetered_threshold = 10485760\nmax_jobs_per_user = 100000\nmax_jobs = 100000\n")
             if args.metrics:
                 config.write(f"[metrics]\ntransfers_listen = \"{work}/metrics.sock\"\n")
         self.log = open(f"{work}/transfers.log", "a")

@@ -139,18 +139,23 @@ extension Reachctl.Download {
         }
     }
 
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List your jobs (root: everyone's).")
-
+    /// list, clean: an operation whose answer is jobs, printed a line each or as a JSON array.
+    struct JobsArguments: ParsableArguments {
         @OptionGroup var transfers: TransferOptions
         @Flag(help: "Print a JSON array.") var json = false
 
-        func run() throws {
+        func perform(_ op: TransferRequest.Operation) {
             let client = transfers.connect()
-            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .list)) }
+            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: op)) }
             if json { return printLine(jobsJSON(jobs)) }
             for job in jobs { printLine(humanLine(job)) }
         }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List your jobs (root: everyone's).")
+        @OptionGroup var jobs: JobsArguments
+        func run() throws { jobs.perform(.list) }
     }
 
     struct Clean: ParsableCommand {
@@ -159,15 +164,8 @@ extension Reachctl.Download {
             discussion: "Downloads kept fresh (--refresh-every) are not finished. The files stay where they are."
         )
 
-        @OptionGroup var transfers: TransferOptions
-        @Flag(help: "Print a JSON array.") var json = false
-
-        func run() throws {
-            let client = transfers.connect()
-            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .clean)) }
-            if json { return printLine(jobsJSON(jobs)) }
-            for job in jobs { printLine(humanLine(job)) }
-        }
+        @OptionGroup var jobs: JobsArguments
+        func run() throws { jobs.perform(.clean) }
     }
 
     /// show, pause, resume, cancel, refresh, remove: one job id, one job printed.
