@@ -114,6 +114,7 @@ address_ready (GObject *enumerator, GAsyncResult *result, gpointer user_data)
 {
   g_autoptr(GTask) task = user_data;
   CanReach *state = g_task_get_task_data (task);
+  GCancellable *cancellable = g_task_get_cancellable (task);
   GError *error = NULL;
   g_autoptr(GSocketAddress) address =
     g_socket_address_enumerator_next_finish (G_SOCKET_ADDRESS_ENUMERATOR (enumerator), result, &error);
@@ -132,7 +133,7 @@ address_ready (GObject *enumerator, GAsyncResult *result, gpointer user_data)
     }
   g_dbus_connection_call (state->bus, REACHD_BUS_NAME, REACHD_BUS_PATH, REACHD_BUS_INTERFACE, "CheckHost",
                           g_variant_new ("(s)", text), G_VARIANT_TYPE ("(a{sv})"), G_DBUS_CALL_FLAGS_NONE, -1,
-                          g_task_get_cancellable (task), checked, g_steal_pointer (&task));
+                          cancellable, checked, g_steal_pointer (&task));
 }
 
 /* Takes over the caller's reference to `task`. */

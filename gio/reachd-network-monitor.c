@@ -214,6 +214,7 @@ static void
 proxy_ready (GObject *source G_GNUC_UNUSED, GAsyncResult *result, gpointer user_data)
 {
   g_autoptr(GTask) task = user_data;
+  GCancellable *cancellable = g_task_get_cancellable (task);
   GError *error = NULL;
   g_autoptr(GDBusProxy) proxy = g_dbus_proxy_new_for_bus_finish (result, &error);
 
@@ -225,7 +226,7 @@ proxy_ready (GObject *source G_GNUC_UNUSED, GAsyncResult *result, gpointer user_
     g_dbus_connection_call (g_dbus_proxy_get_connection (proxy), "org.freedesktop.DBus", "/org/freedesktop/DBus",
                             "org.freedesktop.DBus", "StartServiceByName", start_service_arguments (),
                             G_VARIANT_TYPE ("(u)"), G_DBUS_CALL_FLAGS_NONE, REACHD_ACTIVATION_TIMEOUT_MS,
-                            g_task_get_cancellable (task), started, g_steal_pointer (&task));
+                            cancellable, started, g_steal_pointer (&task));
 }
 
 static void
