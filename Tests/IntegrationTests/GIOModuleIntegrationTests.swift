@@ -9,6 +9,9 @@ final class GIOModuleIntegrationTests: XCTestCase {
     private var bus: PrivateBus?
     private var probes: [GLibProbe] = []
 
+    /// The bus's activation files: none, unless a test makes reachd activatable.
+    private var services: String { lab.directory + "/services" }
+
     /// `make gio-module` puts it there; `make test` builds it first.
     static let moduleDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../.build/gio").standardized.path
@@ -22,7 +25,8 @@ final class GIOModuleIntegrationTests: XCTestCase {
         try lab.addUplink("eth0", "192.0.2", metric: 100)
         try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
         try lab.hostsFile(["ruled.test": "198.19.1.1"])
-        bus = try PrivateBus(directory: lab.directory, policies: ["org.reachd.Reachability1.conf"])
+        try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
+        bus = try PrivateBus(directory: lab.directory, policies: ["org.reachd.Reachability1.conf"], serviceDirectory: services)
         try startReachd()
     }
 
@@ -150,6 +154,41 @@ final class GIOModuleIntegrationTests: XCTestCase {
         let returned = try probe()
         XCTAssertEqual(returned.ready["type"] as? String, "ReachdNetworkMonitor")
         XCTAssertEqual(returned.answers(returned.ready), Answers(available: true, metered: true, connectivity: "full"))
+    }
+
+    func testAnActivatableReachdIsStartedForTheApp() throws {
+        lab.stopDaemon()
+        try eventually("reachd off the bus") { try !reachdOnTheBus() }
+        // What dbus/org.reachd.Reachability1.service asks of systemd, here run by the bus itself.
+        let reachd = ["/usr/sbin/ip", "netns", "exec", lab.host, "/usr/bin/env", "DBUS_SESSION_BUS_ADDRESS=\(bus!.address)",
+                      NetLab.binary("reachd"), "--bus", "session", "--socket", lab.socketPath, "--sysfs-root", lab.sysfsRoot,
+                      "--networkmanager", "none"]
+        try "[D-BUS Service]\nName=org.reachd.Reachability1\nExec=\(reachd.joined(separator: " "))\n"
+            .write(toFile: services + "/org.reachd.Reachability1.service", atomically: true, encoding: .utf8)
+
+        let app = try probe()
+        defer { stopActivatedReachd() }
+        XCTAssertTrue(try reachdOnTheBus(), "the app's monitor started reachd")
+        // Initialisation waits at most 500 ms (REACHD_ACTIVATION_TIMEOUT_MS) for reachd; a reachd that takes
+        // longer (a debug build on a loaded machine) serves the next app.
+        let initMilliseconds = app.ready["init_ms"] as? Double ?? .infinity
+        if initMilliseconds < 500 {
+            XCTAssertEqual(app.ready["type"] as? String, "ReachdNetworkMonitor", "started within \(initMilliseconds) ms")
+            XCTAssertEqual(app.answers(app.ready), Answers(available: true, metered: false, connectivity: "full"))
+        } else {
+            XCTAssertEqual(app.ready["type"] as? String, "GNetworkMonitorNetlink", "gave up after \(initMilliseconds) ms")
+            XCTAssertEqual(try probe().ready["type"] as? String, "ReachdNetworkMonitor", "the next app")
+        }
+    }
+
+    /// Ends the reachd the bus started (not the lab's child) and waits until it has left the bus.
+    private func stopActivatedReachd() {
+        guard let reply = try? lab.run("dbus-send --bus=\(bus!.address) --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus " +
+                                       "org.freedesktop.DBus.GetConnectionUnixProcessID string:org.reachd.Reachability1"),
+              let pid = reply.split(separator: " ").last.flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        else { return }
+        kill(pid, SIGTERM)
+        try? eventually("the activated reachd off the bus") { try !reachdOnTheBus() }
     }
 
     func testGIOUseNetworkMonitorTurnsItOff() throws {
