@@ -95,6 +95,47 @@ final class GIOModuleIntegrationTests: XCTestCase {
                        "a default route in table 100 alone (no rule uses it) is no way out")
     }
 
+    func testConnectivityFollowsReachdsCheck() throws {
+        // The check server behind eth0's gateway: a captive portal's redirect, or no answer at all.
+        try lab.peerIP("addr add 192.0.2.1/24 dev eth0")
+        let script = lab.directory + "/check.py"
+        try """
+            import http.server, time
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    if self.path == "/redirect":
+                        self.send_response(302); self.send_header("Location", "http://192.0.2.1:8080/login")
+                        self.send_header("Content-Length", "0"); self.end_headers()
+                    else:
+                        time.sleep(20)
+                def log_message(self, *args):
+                    pass
+            http.server.ThreadingHTTPServer(("192.0.2.1", 8080), Handler).serve_forever()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = ["netns", "exec", lab.peer, "/usr/bin/python3", script]
+        try server.run()
+        defer { server.terminate(); server.waitUntilExit() }
+        try eventually("the check server to listen") {
+            (try? lab.inHost("timeout 5 bash -c 'exec 3<>/dev/tcp/192.0.2.1/8080'")) != nil
+        }
+
+        for (path, expected) in [("/redirect", "portal"), ("/hang", "limited")] {
+            lab.stopDaemon()
+            try lab.startDaemon(config: "[connectivity]\nurl = \"http://192.0.2.1:8080\(path)\"\ntimeout_seconds = 0.5\ninterval_seconds = 0\n",
+                                arguments: ["--bus", "session"], environment: ["DBUS_SESSION_BUS_ADDRESS": bus!.address])
+            try bus!.waitForOwner(of: "org.reachd.Reachability1")
+            let app = try probe()
+            var answers = app.answers(app.ready)
+            while answers.connectivity != expected {
+                XCTAssertEqual(answers, Answers(available: true, metered: false, connectivity: "full"), "before the check: unknown counts as full")
+                answers = app.answers(try app.next("changed", what: "connectivity \(expected)"))
+            }
+            XCTAssertEqual(answers, Answers(available: true, metered: false, connectivity: expected), path)
+        }
+    }
+
     func testCanReachAsksTheKernelsRouteDecision() throws {
         // Main table: default via eth0, but 198.18.0.0/24 unreachable and 198.19.0.0/16 prohibited; a rule sends
         // 198.19.1.0/24 to table 100 (default via wwan0). No IPv6 route at all.
