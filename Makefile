@@ -14,20 +14,30 @@ SYSCONFDIR    ?= /etc
 DBUSDIR       ?= /usr/share/dbus-1
 SYSUSERSDIR   ?= /usr/lib/sysusers.d
 DESTDIR       ?=
+# GIO's module directory (where every GLib app looks for its network monitor), from gio-2.0.pc.
+GIOMODULEDIR  ?= $(shell pkg-config --variable=giomoduledir gio-2.0)
 ARGS          ?=
 TRANSFERS_ARGS ?=
 # Build and test dependencies from Debian (libsqlite3-dev for the job store, systemd for systemd-analyze and
 # busctl, dbus-daemon/dbus-bin for the private test bus, python3 and nginx-light for test servers, openssl
 # for the test CA, curl for the transfer benchmark, network-manager and dnsmasq-base for the real
 # NetworkManager and its DHCP server in the metered-source tests, prometheus to scrape the metrics endpoints).
+# libglib2.0-dev for the GIO module, python3-gi and gir1.2-glib-2.0 for its tests' GLib program.
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
-                python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus
+                python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
+                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0
 # make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
 # Debian with systemd as PID 1.
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
 SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
-.PHONY: deps build run test bench fuzz install deb systemtest clean
+.PHONY: deps build gio-module run test bench fuzz install deb systemtest clean
+
+# The GIO network-monitor module (gio/, docs/gio.md): plain C against GIO, so that GLib apps that load it
+# get no Swift runtime; only the g_io_module_* entry points are exported.
+GIO_MODULE  := .build/gio/libgioreachd.so
+GIO_CFLAGS  := -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2
+GIO_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--no-undefined
 
 deps:
 	@command -v $(SWIFT) >/dev/null || { echo "make: the Swift 6 toolchain is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 2; }
@@ -38,8 +48,14 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-build: deps
+build: deps gio-module
 	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS)
+
+gio-module: $(GIO_MODULE)
+
+$(GIO_MODULE): $(wildcard gio/*.c gio/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(GIO_CFLAGS) $(GIO_LDFLAGS) -o $@ gio/*.c $$(pkg-config --cflags --libs gio-2.0)
 
 # reachd in the foreground, reachd-transfers (downloads) beside it for as long as reachd runs.
 run: build
@@ -47,7 +63,7 @@ run: build
 	{ $$bin/reachd-transfers $(TRANSFERS_ARGS) & transfers=$$!; trap 'kill $$transfers 2>/dev/null' EXIT INT TERM; \
 	  $$bin/reachd $(ARGS); }
 
-test: deps
+test: deps gio-module
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
@@ -60,7 +76,8 @@ fuzz: deps
 	Fuzz/run $(SECONDS)
 
 # Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
-# activation file and interface description, and the example configuration; DESTDIR-aware.
+# activation file and interface description, the example configuration, and the GIO module in GIO's module
+# directory (its cache refreshed by gio-querymodules when installing into the running system); DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -74,6 +91,9 @@ install: build
 	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf $(DESTDIR)$(DBUSDIR)/system.d/
 	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
+	install -d $(DESTDIR)$(GIOMODULEDIR)
+	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
+	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi
 
 # reachd_$(VERSION)_ARCH.deb in .build-deb/: release binaries (built in .build-deb/swift, beside the tests' debug
 # build) with the Swift runtime linked in, so that the package depends only on Debian's libraries, and bound at

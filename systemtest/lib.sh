@@ -3,7 +3,8 @@
 
 # The tree: debootstrap --variant=minbase of bookworm with what the package and the checks need, cached
 # under /var/tmp and rebuilt when this list changes.
-TREE_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,dbus-user-session,libnl-route-3-200,libsystemd0,libsqlite3-0,iproute2,socat,procps,python3
+# libglib2.0-0 for the GIO module (a dependency of the package), python3-gi for the GLib program that checks it.
+TREE_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,dbus-user-session,libnl-route-3-200,libsystemd0,libsqlite3-0,iproute2,socat,procps,python3,libglib2.0-0,python3-gi
 CACHE_DIR=${SYSTEMTEST_CACHE:-/var/tmp/reachd-systemtest}
 
 log() { printf '# %s\n' "$*"; }

@@ -9,10 +9,12 @@ final class PrivateBus {
     let address: String
     private let process: Process
 
-    /// Starts the bus in `directory`, including `policies` (file names in dbus/).
-    init(directory: String, policies: [String]) throws {
+    /// Starts the bus in `directory`, including `policies` (file names in dbus/); with `serviceDirectory`, it
+    /// activates the services whose files are there.
+    init(directory: String, policies: [String], serviceDirectory: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw XCTSkip("dbus-daemon is not installed") }
         let includes = policies.map { "  <include>\(Self.dbusDirectory)/\($0)</include>" }.joined(separator: "\n")
+            + (serviceDirectory.map { "\n  <servicedir>\($0)</servicedir>" } ?? "")
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
