@@ -85,6 +85,12 @@ class Daemon:
         with open(f"/proc/{self.process.pid}/status") as status:
             return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
+    def cpu_seconds(self):
+        """User plus system CPU seconds the daemon has used so far (all threads)."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def kill(self, sig):
         self.process.send_signal(sig)
         self.process.wait()
@@ -140,11 +146,21 @@ print(f"reachd-transfers RSS idle: {daemon.rss_kib() / 1024:.1f} MB")
 
 # 1. Throughput, alternating with curl -o; curl + fsync of the file as well, since the daemon fsyncs before the rename.
 curl_rates, curl_sync_rates, daemon_rates, written_rates, peaks = [], [], [], [], []
+curl_cpu, daemon_cpu = [], []  # CPU seconds per GiB
+gib = size / (1 << 30)
+
+
+def children_cpu():
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 for round_number in range(args.rounds):
     output = f"{work}/out/curl.bin"
-    start = time.monotonic()
+    start, cpu_before = time.monotonic(), children_cpu()
     sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", output, nginx_url)
     curl_time = time.monotonic() - start
+    curl_cpu.append((children_cpu() - cpu_before) / gib)
     sh("sync", output)
     curl_sync_time = time.monotonic() - start
     os.unlink(output)
@@ -162,7 +178,9 @@ for round_number in range(args.rounds):
         written = time.monotonic() - start
         return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), written, time.monotonic() - start
 
+    cpu_before = daemon.cpu_seconds()
     (finished, written_time, daemon_time), peak_mb = with_peak_rss(daemon, download)
+    daemon_cpu.append((daemon.cpu_seconds() - cpu_before) / gib)
     assert finished["state"] == "completed", finished
     assert os.path.getsize(output) == size
     os.unlink(output)
@@ -171,12 +189,15 @@ for round_number in range(args.rounds):
     peaks.append(peak_mb)
     print(f"round {round_number + 1}: curl -o {curl_rates[-1]:.0f} MB/s (with fsync {curl_sync_rates[-1]:.0f} MB/s), "
           f"reachd-transfers {written_rates[-1]:.0f} MB/s to the last byte in the partial file, {daemon_rates[-1]:.0f} MB/s to completed "
-          f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB")
+          f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB; CPU s/GiB curl {curl_cpu[-1]:.2f}, reachd-transfers {daemon_cpu[-1]:.2f}")
 median = statistics.median
 if args.rounds > 0:
     print(f"throughput median: bytes written {median(written_rates):.0f} MB/s = {median(written_rates) / median(curl_rates):.2f} x curl -o; "
           f"completed (fsynced, renamed) {median(daemon_rates):.0f} MB/s = {median(daemon_rates) / median(curl_sync_rates):.2f} x curl -o + fsync "
           f"(target 0.95); daemon RSS peak {max(peaks):.1f} MB (target 40)")
+    print(f"CPU seconds per GiB, median: curl {median(curl_cpu):.2f}, reachd-transfers {median(daemon_cpu):.2f} = "
+          f"{median(daemon_cpu) / max(median(curl_cpu), 1e-9):.2f} x curl (spread: curl {min(curl_cpu):.2f}-{max(curl_cpu):.2f}, "
+          f"reachd-transfers {min(daemon_cpu):.2f}-{max(daemon_cpu):.2f})")
 
 # 2. kill -9 in the middle of a transfer, restart, count what crossed the link twice. A fresh daemon, so that
 # the transfer has a connection of its own (tcp_info counts per connection).
