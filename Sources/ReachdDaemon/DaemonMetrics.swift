@@ -26,8 +26,6 @@ public final class DaemonMetrics: Sendable {
     private struct State {
         var info: Gauge?
         var flaps = LinkFlaps()
-        var flapCounters: [String: Counter] = [:]
-        var dropCounters: [String: Counter] = [:]
         var countedResyncs = 0
         var lastChange: Timestamp?
     }
@@ -74,18 +72,13 @@ public final class DaemonMetrics: Sendable {
         if let old, old !== info { registry.unregisterGauge(old) }
     }
 
-    /// A netlink snapshot: carrier losses count as flaps of their interface.
+    /// A netlink snapshot: carrier losses count as flaps of their interface. (The registry hands back the
+    /// counter it already has for a label set.)
     package func snapshot(_ snapshot: NetworkSnapshot) {
-        let counters = state.withLock { state -> [Counter] in
-            state.flaps.record(snapshot).map { name in
-                if let counter = state.flapCounters[name] { return counter }
-                let counter = registry.counter("reachd_link_flaps_total", help: "Carrier losses per interface (beyond 64 names: other).",
-                                               labels: [("interface", name)])
-                state.flapCounters[name] = counter
-                return counter
-            }
+        for name in state.withLock({ $0.flaps.record(snapshot) }) {
+            registry.counter("reachd_link_flaps_total", help: "Carrier losses per interface (beyond 64 names: other).",
+                             labels: [("interface", name)]).increment()
         }
-        for counter in counters { counter.increment() }
     }
 
     /// A client closed by the daemon; `reason`: `events_unread` (a subscriber past its queue bound) or
@@ -93,12 +86,7 @@ public final class DaemonMetrics: Sendable {
     package func clientDropped(reason: String) { dropCounter(reason).increment() }
 
     private func dropCounter(_ reason: String) -> Counter {
-        state.withLock { state -> Counter in
-            if let counter = state.dropCounters[reason] { return counter }
-            let counter = registry.counter("reachd_clients_dropped_total", help: "Socket clients the daemon closed, by reason.", labels: [("reason", reason)])
-            state.dropCounters[reason] = counter
-            return counter
-        }
+        registry.counter("reachd_clients_dropped_total", help: "Socket clients the daemon closed, by reason.", labels: [("reason", reason)])
     }
 
     package func hostsRejudged(in duration: Duration) { rejudge.record(duration) }
