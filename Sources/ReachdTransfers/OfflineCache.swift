@@ -124,7 +124,7 @@ actor OfflineCache {
         switch outcome {
         case .notModified(let headers):
             guard var entry else { return .failure(ProtocolError(.unavailable, "the server answered 304 to an unconditional request")) }
-            entry.freshness = Self.freshness(headers, now: now)
+            entry.freshness = Self.freshness(CacheControl(Self.list(headers, "Cache-Control")), headers, now: now)
             entry.validated = now
             try? store.saveCacheEntry(entry)
             metrics?.fetched(.revalidated)
@@ -146,7 +146,7 @@ actor OfflineCache {
                 uid: owner.uid, key: key, url: url, file: file, size: size, status: status,
                 contentType: headers.first(name: "Content-Type"),
                 validators: Fetcher.validators(headers),
-                freshness: Self.freshness(headers, now: now),
+                freshness: Self.freshness(directives, headers, now: now),
                 reusable: refusal == nil, varyFields: vary.fields.joined(separator: ", "),
                 varyKey: Self.varyKey(vary, credentials: credentials),
                 validated: now, lastUsed: now
@@ -185,10 +185,11 @@ actor OfflineCache {
         }
     }
 
-    /// How long a response received `now` stays fresh, from its Cache-Control, Expires, Date and Age.
-    private static func freshness(_ headers: HTTPHeaders, now: Timestamp) -> CacheFreshness {
-        CacheFreshness(cacheControl: list(headers, "Cache-Control"), expires: headers.first(name: "Expires"),
-                       date: headers.first(name: "Date"), age: headers.first(name: "Age"), now: now)
+    /// How long a response received `now` stays fresh, from its Cache-Control directives (read once by the
+    /// caller, which also needs them for storing), Expires, Date and Age.
+    private static func freshness(_ directives: CacheControl, _ headers: HTTPHeaders, now: Timestamp) -> CacheFreshness {
+        CacheFreshness(directives, expires: headers.first(name: "Expires"), date: headers.first(name: "Date"),
+                       age: headers.first(name: "Age"), now: now)
     }
 
     /// The entry as a result, its use recorded.
