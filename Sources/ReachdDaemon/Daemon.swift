@@ -70,13 +70,13 @@ public enum Daemon {
         let metricsEndpoint: MetricsEndpoint?
         if let metrics, let address = options.configuration.metricsListen {
             do {
-                metricsEndpoint = try await MetricsEndpoint(address: address, group: MultiThreadedEventLoopGroup.singleton, logger: logger) {
+                metricsEndpoint = try await MetricsEndpoint.start(on: address, logger: logger) {
                     metrics.render(resynchronisations: network.resynchronisations, watchedHosts: hosts.watchedCount)
                 }
             } catch {
                 await server.shutdown()
                 await network.stop()
-                throw MetricsError("metrics: cannot listen on \(address): \(error)")
+                throw error
             }
         } else {
             metricsEndpoint = nil

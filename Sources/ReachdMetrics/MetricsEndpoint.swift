@@ -4,9 +4,6 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Serves `GET /metrics` in Prometheus's text exposition format over HTTP/1.1, on a TCP address or a Unix
 /// socket. Each scrape calls `render` (on a task: it may ask actors) and answers with what it returns. Idle,
@@ -17,7 +14,7 @@ public final class MetricsEndpoint: Sendable {
 
     private let channel: any Channel
 
-    /// Binds `address` (a stale socket file at a Unix path is replaced) and starts serving.
+    /// Binds `address` and starts serving; a socket path must be free (the daemons prepare it first).
     public init(address: MetricsAddress, group: any EventLoopGroup, logger: Logger,
                 render: @escaping @Sendable () async -> [UInt8]) async throws {
         let connections = ConnectionCount()
@@ -36,8 +33,6 @@ public final class MetricsEndpoint: Sendable {
         case .tcp(let host, let port):
             channel = try await bootstrap.bind(host: host, port: port).get()
         case .unix(let path):
-            var info = stat()
-            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
             channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
         }
         logger.info("metrics: serving on \(address) (GET /metrics)")

@@ -74,14 +74,14 @@ public enum TransferService {
         var metricsEndpoint: MetricsEndpoint?
         if let metrics, let address = options.configuration.transfersMetricsListen {
             do {
-                metricsEndpoint = try await MetricsEndpoint(address: address, group: MultiThreadedEventLoopGroup.singleton, logger: logger) {
+                metricsEndpoint = try await MetricsEndpoint.start(on: address, logger: logger) {
                     metrics.render(jobStates: await scheduler.stateCounts())
                 }
             } catch {
                 await server.shutdown()
                 await scheduler.stopAll()
                 await network.stop()
-                throw MetricsError("metrics: cannot listen on \(address): \(error)")
+                throw error
             }
         }
         let bus = await startBus(options.bus, scheduler: scheduler, logger: logger)
