@@ -10,8 +10,12 @@ VERSION       := 0.1.0
 PREFIX        ?= /usr/local
 BINDIR        ?= $(PREFIX)/bin
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
+# User units (systemd --user): each user's own reachd-transfers.
+USERUNITDIR   ?= $(PREFIX)/lib/systemd/user
 SYSCONFDIR    ?= /etc
 DBUSDIR       ?= /usr/share/dbus-1
+# Session-bus activation files: the session bus reads $XDG_DATA_DIRS/dbus-1/services (/usr/local/share, /usr/share).
+DBUSSESSIONDIR ?= $(PREFIX)/share/dbus-1/services
 SYSUSERSDIR   ?= /usr/lib/sysusers.d
 DESTDIR       ?=
 # GIO's module directory (where every GLib app looks for its network monitor), from gio-2.0.pc.
@@ -75,21 +79,27 @@ SECONDS ?= 60
 fuzz: deps
 	Fuzz/run $(SECONDS)
 
-# Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR), the sysusers entry, the D-Bus policy,
-# activation file and interface description, the example configuration, and the GIO module in GIO's module
-# directory (its cache refreshed by gio-querymodules when installing into the running system); DESTDIR-aware.
+# Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR): the system units
+# and the user units of each user's own reachd-transfers, the sysusers entry, the D-Bus policy, activation files
+# (system bus, and the session bus for the user instances) and interface descriptions, the example
+# configuration, and the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
+# installing into the running system); DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
 	install -m 0755 $$bin/reachd $$bin/reachctl $$bin/reachd-transfers $(DESTDIR)$(BINDIR)/
 	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd.service > $(DESTDIR)$(UNITDIR)/reachd.service
 	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/reachd-transfers.service > $(DESTDIR)$(UNITDIR)/reachd-transfers.service
 	install -m 0644 systemd/reachd.socket systemd/reachd-transfers.socket $(DESTDIR)$(UNITDIR)/
+	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/user/reachd-transfers.service > $(DESTDIR)$(USERUNITDIR)/reachd-transfers.service
+	install -m 0644 systemd/user/reachd-transfers.socket $(DESTDIR)$(USERUNITDIR)/
 	install -m 0644 reachd.toml.example $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml.example
-	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
+	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces \
+	    $(DESTDIR)$(DBUSSESSIONDIR)
 	install -m 0644 systemd/reachd.sysusers $(DESTDIR)$(SYSUSERSDIR)/reachd.conf
 	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf $(DESTDIR)$(DBUSDIR)/system.d/
 	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
+	install -m 0644 dbus/session/org.reachd.Transfers1.service $(DESTDIR)$(DBUSSESSIONDIR)/
 	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	install -d $(DESTDIR)$(GIOMODULEDIR)
 	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
@@ -103,7 +113,8 @@ deb:
 	$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(PACKAGING_PACKAGES)"
 	rm -rf .build-deb/root
 	$(MAKE) --no-print-directory install CONFIGURATION=release SWIFT_BUILD_FLAGS="--static-swift-stdlib -Xlinker -z -Xlinker now --scratch-path .build-deb/swift" PREFIX=/usr \
-	    UNITDIR=/lib/systemd/system DESTDIR=$(CURDIR)/.build-deb/root
+	    UNITDIR=/lib/systemd/system USERUNITDIR=/usr/lib/systemd/user DBUSSESSIONDIR=/usr/share/dbus-1/services \
+	    DESTDIR=$(CURDIR)/.build-deb/root
 	packaging/build-deb .build-deb/root $(VERSION) .build-deb
 	lintian --fail-on error --suppress-tags no-manual-page .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
