@@ -78,8 +78,16 @@ shutdown_container() {
 # X CMD...: runs CMD inside the container as root, with a clean environment.
 X() { nsenter -t "$C" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
-# as USER CMD...: runs CMD inside the container as USER, as a login would leave it (HOME, no XDG_RUNTIME_DIR).
-as() { local user=$1; shift; X runuser -u "$user" -- env HOME="/home/$user" "$@"; }
+# as USER CMD...: runs CMD inside the container as USER, as a login would leave it: HOME, and XDG_RUNTIME_DIR
+# as pam_systemd sets it (/run/user/UID, which exists while the user has a user manager, e.g. with lingering).
+as() {
+    local user=$1 uid; shift
+    uid=$(X id -u "$user") || return 1
+    X runuser -u "$user" -- env HOME="/home/$user" XDG_RUNTIME_DIR="/run/user/$uid" "$@"
+}
+
+# uctl USER ARGS...: systemctl for USER's user manager (systemd --user), from root inside the container.
+uctl() { local user=$1; shift; X systemctl --user --machine="$user@" "$@"; }
 
 # prop UNIT PROPERTY: one property of a unit inside the container.
 prop() { X systemctl show -P "$2" "$1"; }
