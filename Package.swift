@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "ReachdProtocol", dependencies: ["ReachdModel", "ReachdTransferModel"]),
         // glibc's malloc_trim, which Swift's Glibc module does not export.
         .target(name: "CReachdMemory"),
-        // File operations with a client's credentials (per-thread setfsuid/setfsgid/setgroups).
+        // sync_file_range for the download writer (glibc declares it only under _GNU_SOURCE).
         .target(name: "CReachdFiles"),
         // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server.
         .target(
@@ -118,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdDaemon", "ReachdConfig",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdConfig",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -13,18 +13,18 @@ public final class TransferQueue: Sendable {
     /// The service's socket.
     public let socketPath: String
 
-    /// `socketPath` nil: `$REACHD_TRANSFERS_SOCKET`, else /run/reachd/transfers.sock if present, else the per-user socket.
-    public init(socketPath: String? = nil) {
+    /// `socketPath` nil: `$REACHD_TRANSFERS_SOCKET`, else the system instance's socket for `system` (default: when
+    /// running as root), else this user's own instance (`$XDG_RUNTIME_DIR/reachd-transfers.sock`).
+    public init(socketPath: String? = nil, system: Bool = getuid() == 0) {
         let environment = ProcessInfo.processInfo.environment
-        self.socketPath = TransferSocketPath.clientPath(explicit: socketPath, uid: getuid(), environment: environment) {
-            FileManager.default.fileExists(atPath: $0)
-        } ?? TransferSocketPath.system
+        self.socketPath = TransferSocketPath.clientPath(explicit: socketPath, system: system, environment: environment)
+            ?? "/run/user/\(getuid())/reachd-transfers.sock"
     }
 
     /// Queues a download; the output path must be absolute and writable by this process's user.
     public func add(_ spec: DownloadSpec) async throws -> Job { try await job(TransferRequest(op: .add, download: spec)) }
 
-    /// This user's jobs (root: everyone's), oldest first.
+    /// This user's jobs (root, on the system instance: everyone's), oldest first.
     public func jobs() async throws -> [Job] {
         let path = socketPath
         return try await Self.blocking { try TransferClient(path: path).jobs(TransferRequest(op: .list)) }

@@ -3,22 +3,20 @@ import ReachdTransferModel
 import Glibc
 #endif
 
-/// Where credentials come from: one configured netrc (read by the daemon) or each owner's `~/.netrc`
-/// (read as the owner), looked up for every request and never kept.
+/// Where credentials come from: one netrc file (the configured one, or a per-user instance's own
+/// `~/.netrc`), read for every request and never kept.
 struct CredentialSource: Sendable {
     let netrcPath: String?
     let files: UserFiles
 
-    func credentials(for url: String, owner: Owner) async -> Credentials? {
-        guard let host = try? TransferURL(url).host else { return nil }
-        let text: String?
-        if let netrcPath {
-            text = try? await files.read(netrcPath, as: Owner(uid: geteuid(), gid: getegid()))
-        } else if let home = getpwuid(owner.uid).map({ String(cString: $0.pointee.pw_dir) }) {
-            text = try? await files.read(home + "/.netrc", as: owner)
-        } else {
-            text = nil
-        }
-        return text.flatMap { Netrc($0).credentials(for: host) }
+    func credentials(for url: String) async -> Credentials? {
+        guard let netrcPath, let host = try? TransferURL(url).host else { return nil }
+        return (try? await files.read(netrcPath)).flatMap { Netrc($0).credentials(for: host) }
+    }
+
+    /// `$HOME/.netrc` of the daemon's user (`HOME`, else the user database).
+    static var ownNetrc: String? {
+        if let home = getenv("HOME").map({ String(cString: $0) }), home.hasPrefix("/") { return home + "/.netrc" }
+        return getpwuid(geteuid()).map { String(cString: $0.pointee.pw_dir) + "/.netrc" }
     }
 }

@@ -457,10 +457,8 @@ final class Fetcher: Sendable {
     }
 
     /// SHA-256 of a file, read on a file thread.
-    func sha256(ofFileAt path: String, as owner: Owner, files: UserFiles) async throws -> String {
-        let fd = try await files.run(as: owner) {
-            try UserFiles.openRegular(path, O_RDONLY, failure: "cannot read \(path)")
-        }
+    func sha256(ofFileAt path: String, files: UserFiles) async throws -> String {
+        let fd = try await files.run { try files.open(path, O_RDONLY, failure: "cannot read \(path)") }
         defer { close(fd) }
         return try await fileThreads.runUncancellable { try FileDigest.sha256(fd: fd) }
     }

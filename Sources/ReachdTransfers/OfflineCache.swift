@@ -11,9 +11,12 @@ import Glibc
 
 /// `fetch`: a URL's body through the cache. From the network when the route to its host allows it (a
 /// conditional request when there is a copy), else the copy, saying how old it is and why. Bodies are files
-/// in a directory per user that only that user can read; entries are in SQLite; least recently used entries
-/// are dropped after a fetch, off its path, to keep the cache within its capacity. Concurrent fetches of
-/// one URL by one user share one request.
+/// in a directory per user; entries are in SQLite; least recently used entries are dropped after a fetch, off
+/// its path, to keep the cache within its capacity. Concurrent fetches of one URL by one user share one request.
+///
+/// A user's own instance keeps its files to itself (0700, 0600). The system instance cannot hand a file to its
+/// client (no CAP_CHOWN), so a body is 0644 under a random 128-bit name, in directories others may pass
+/// through but not list (0711): only the client told the name can open it.
 actor OfflineCache {
     private let store: JobStore
     private let files: UserFiles
@@ -21,6 +24,8 @@ actor OfflineCache {
     private let hosts: HostMonitor
     private let credentials: CredentialSource
     private let directory: String
+    /// Whether clients other than the daemon's own user read the bodies (the system instance).
+    private let shared: Bool
     private let capacity: Int64
     private let threshold: Int64
     private let metrics: TransferMetrics?
@@ -28,8 +33,9 @@ actor OfflineCache {
     private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, credentials: CredentialSource,
-         directory: String, capacity: Int64, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
+         directory: String, shared: Bool, capacity: Int64, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
         self.metrics = metrics
+        self.shared = shared
         self.store = store
         self.files = files
         self.fetcher = fetcher
@@ -42,7 +48,7 @@ actor OfflineCache {
     }
 
     func fetch(_ url: String, owner: Owner) async throws(ProtocolError) -> FetchResult {
-        let host = try TransferScheduler.admit(url: url, owner: owner, files: files)
+        let host = try TransferScheduler.admit(url: url)
         guard let key = CacheKey.key(method: "GET", url: url) else { throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"") }
         let flight = "\(owner.uid) \(key)"
         let task: Task<Result<FetchResult, ProtocolError>, Never>
@@ -60,7 +66,7 @@ actor OfflineCache {
 
     private func resolve(url: String, key: String, host: String, owner: Owner) async -> Result<FetchResult, ProtocolError> {
         let now = Timestamp.now()
-        let credentials = await credentials.credentials(for: url, owner: owner)
+        let credentials = await credentials.credentials(for: url)
         let entry = (try? store.cacheEntry(uid: owner.uid, key: key)).flatMap { Self.usable($0, credentials: credentials) }
         let verdict = await hosts.verdict(for: host).verdict
         let source = CacheSource.decide(host: host, verdict: verdict, cachedSize: entry?.size, freshness: entry?.freshness,
@@ -104,15 +110,16 @@ actor OfflineCache {
                          metered: Bool, now: Timestamp) async -> Result<FetchResult, ProtocolError> {
         let userDirectory = "\(directory)/\(owner.uid)"
         do {
-            try makeUserDirectory(userDirectory, owner: owner)
+            try makeUserDirectory(userDirectory)
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
-        let name = Self.hex(SHA256.hash(data: Array(key.utf8)).prefix(16))
-        let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).\(UInt32.random(in: .min ... .max)).tmp"
+        var random = SystemRandomNumberGenerator()
+        let name = Self.hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).tmp"
         let fd: Int32
         do {
-            fd = try await files.create(temporary, as: owner)
+            fd = try await files.create(temporary, mode: shared ? 0o644 : 0o600)
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
@@ -120,7 +127,7 @@ actor OfflineCache {
         let bound = min(limit ?? capacity, capacity)
         let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, fd: fd, credentials: credentials)
         close(fd)
-        if case .stored = outcome {} else { await files.remove(temporary, as: owner) }
+        if case .stored = outcome {} else { await files.remove(temporary) }
         switch outcome {
         case .notModified(let headers):
             guard var entry else { return .failure(ProtocolError(.unavailable, "the server answered 304 to an unconditional request")) }
@@ -133,9 +140,9 @@ actor OfflineCache {
             return .success(result)
         case .stored(let status, let headers, let size):
             do {
-                try await files.rename(temporary, to: file, as: owner)
+                try await files.rename(temporary, to: file)
             } catch {
-                await files.remove(temporary, as: owner)
+                await files.remove(temporary)
                 return .failure(ProtocolError(.internalError, "\(error)"))
             }
             let directives = CacheControl(Self.list(headers, "Cache-Control"))
@@ -151,8 +158,10 @@ actor OfflineCache {
                 varyKey: Self.varyKey(vary, credentials: credentials),
                 validated: now, lastUsed: now
             )
+            let replaced = try? store.cacheEntry(uid: owner.uid, key: key)
             do {
                 try store.saveCacheEntry(stored)
+                if let replaced, replaced.file != file { await files.remove(replaced.file) }
             } catch {
                 logger.error("cache: the entry for \(url) could not be written: \(error)")
             }
@@ -208,22 +217,13 @@ actor OfflineCache {
         for victim in victims {
             guard let entry = byKey[victim] else { continue }
             try? store.deleteCacheEntry(uid: entry.uid, key: entry.key)
-            // As its owner: the directory is theirs and closed, and the unit keeps no CAP_DAC_OVERRIDE.
-            await files.remove(entry.file, as: Owner(uid: entry.uid, gid: getegid()))
+            await files.remove(entry.file)
             logger.debug("cache: evicted \(entry.url) (\(entry.size) bytes)")
         }
     }
 
-    /// `DIR/UID`, owned by the user and closed to everyone else.
-    private func makeUserDirectory(_ path: String, owner: Owner) throws {
-        if mkdir(path, 0o700) == 0 {
-            guard geteuid() != 0 || chown(path, owner.uid, owner.gid) == 0 else {
-                let reason = String(cString: strerror(errno))
-                rmdir(path)
-                throw FileError("cannot hand the cache directory \(path) to uid \(owner.uid): \(reason)")
-            }
-        } else if errno != EEXIST {
-            throw FileError("cannot create the cache directory \(path)")
-        }
+    /// `DIR/UID`: closed to everyone but the daemon's user, or (system instance) passable but not listable.
+    private func makeUserDirectory(_ path: String) throws {
+        guard mkdir(path, shared ? 0o711 : 0o700) == 0 || errno == EEXIST else { throw FileError("cannot create the cache directory \(path)") }
     }
 }

@@ -19,12 +19,14 @@ final class TransferBusService: @unchecked Sendable {
 
     private let connection: BusConnection
     private let scheduler: TransferScheduler
+    private let access: InstanceAccess
     private let logger: Logger
     private var watcher: Int?
 
-    init(bus: BusService.Bus, scheduler: TransferScheduler, logger: Logger) throws {
+    init(bus: BusService.Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) throws {
         connection = try BusConnection(bus)
         self.scheduler = scheduler
+        self.access = access
         self.logger = logger
         var callbacks = reachd_transfers_bus_callbacks(method: transfersBusMethod)
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -58,6 +60,9 @@ final class TransferBusService: @unchecked Sendable {
     fileprivate func handle(_ call: OpaquePointer) -> Int32 {
         guard let owner = Self.caller(of: call) else {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "the bus did not say who is calling")
+        }
+        guard access.admits(owner) else {
+            return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.AccessDenied", message: access.refusal(for: owner))
         }
         let request: TransferRequest
         switch Self.request(from: call) {
@@ -156,18 +161,24 @@ final class TransferBusService: @unchecked Sendable {
         return sd_bus_message_exit_container(call) >= 0 ? options : nil
     }
 
-    /// The caller's uid as the bus daemon took it from the kernel when the caller connected (SO_PEERCRED),
-    /// never augmented from /proc (a pid read there may belong to another process by then); its groups from
-    /// the user database.
+    /// The caller's uid, gid and supplementary groups as the bus daemon took them from the kernel when the
+    /// caller connected (SO_PEERCRED, SO_PEERGROUPS), never augmented from /proc (a pid read there may belong to
+    /// another process by then). A bus that does not record groups (dbus-daemon before 1.15.2) gives none: then
+    /// only the caller's uid and primary group count, and group members use the socket.
     private static func caller(of call: OpaquePointer) -> Owner? {
         var creds: OpaquePointer?
-        let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID)
+        let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EGID) | UInt64(SD_BUS_CREDS_GID)
+            | UInt64(SD_BUS_CREDS_SUPPLEMENTARY_GIDS)
         guard sd_bus_query_sender_creds(call, mask, &creds) >= 0, let creds else { return nil }
         defer { sd_bus_creds_unref(creds) }
-        var uid: uid_t = 0
+        var uid: uid_t = 0, gid: gid_t = 0
         guard sd_bus_creds_get_euid(creds, &uid) >= 0 || sd_bus_creds_get_uid(creds, &uid) >= 0 else { return nil }
-        let gid = getpwuid(uid).map { $0.pointee.pw_gid } ?? gid_t(uid)
-        return TransferServer.owner(uid: uid, gid: gid)
+        // No group on record is no group: the uid's own number never stands in for it.
+        if sd_bus_creds_get_egid(creds, &gid) < 0 && sd_bus_creds_get_gid(creds, &gid) < 0 { gid = gid_t.max }
+        var list: UnsafePointer<gid_t>?
+        let count = sd_bus_creds_get_supplementary_gids(creds, &list)
+        let groups = count > 0 && list != nil ? Array(UnsafeBufferPointer(start: list, count: Int(count))) : []
+        return Owner(uid: uid, gid: gid, groups: groups)
     }
 
     private static func errorName(_ code: ProtocolError.Code) -> String {

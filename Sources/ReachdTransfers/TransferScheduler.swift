@@ -18,7 +18,7 @@ actor TransferScheduler: FetchObserver {
         var checkpoint = ProgressCheckpoint()
         /// Progress events to watchers at most this often per job.
         var eventIntervalSeconds = 0.25
-        /// One netrc for all jobs; nil: each owner's `~/.netrc`.
+        /// The netrc credentials come from; nil: none.
         var netrcPath: String?
         /// Jobs one user may hold (finished ones included), and the service as a whole.
         var maximumJobsPerUser = 1000
@@ -147,16 +147,13 @@ actor TransferScheduler: FetchObserver {
         }
     }
 
-    /// The URL is one we can transfer and the daemon can act for the owner; returns the URL's host.
-    nonisolated static func admit(url: String, owner: Owner, files: UserFiles) throws(ProtocolError) -> String {
+    /// The URL is one we can transfer; returns its host.
+    nonisolated static func admit(url: String) throws(ProtocolError) -> String {
         let host: String
         do {
             host = try TransferURL(url).host
         } catch {
             throw ProtocolError(.invalidURL, error.description)
-        }
-        guard files.canServe(owner) else {
-            throw ProtocolError(.permissionDenied, "this reachd-transfers runs as uid \(geteuid()) and serves only that user")
         }
         return host
     }
@@ -252,7 +249,7 @@ actor TransferScheduler: FetchObserver {
     }
 
     func add(_ spec: DownloadSpec, owner: Owner) async throws(ProtocolError) -> Job {
-        _ = try Self.admit(url: spec.url, owner: owner, files: files)
+        _ = try Self.admit(url: spec.url)
         try admitAnother(for: owner)
         do {
             try OutputPath.validate(spec.output)
@@ -274,14 +271,14 @@ actor TransferScheduler: FetchObserver {
 
     /// Queues an upload of a file the owner can read.
     func addUpload(_ spec: UploadSpec, owner: Owner) async throws(ProtocolError) -> Job {
-        _ = try Self.admit(url: spec.url, owner: owner, files: files)
+        _ = try Self.admit(url: spec.url)
         try admitAnother(for: owner)
         guard spec.file.hasPrefix("/"), !spec.file.hasSuffix("/"), !spec.file.utf8.contains(0) else {
             throw ProtocolError(.invalidOutput, "invalid file \"\(spec.file.prefix(200))\": must be an absolute path to a file")
         }
         let size: Int64
         do {
-            size = try await files.readableSize(of: spec.file, as: owner)
+            size = try await files.readableSize(of: spec.file)
         } catch {
             throw Self.refusal(error)
         }
@@ -447,7 +444,7 @@ actor TransferScheduler: FetchObserver {
 
     /// The job's credentials, read for each request; never stored.
     private func credentials(for job: Job) async -> Credentials? {
-        await CredentialSource(netrcPath: settings.netrcPath, files: files).credentials(for: job.url, owner: job.owner)
+        await CredentialSource(netrcPath: settings.netrcPath, files: files).credentials(for: job.url)
     }
 
     private func sizeProbed(_ id: String, size: Int64?) {
@@ -504,7 +501,7 @@ actor TransferScheduler: FetchObserver {
     private func sendUpload(_ job: Job) async {
         let source: (fd: Int32, size: Int64)
         do {
-            source = try await files.openForReading(job.output, as: job.owner)
+            source = try await files.openForReading(job.output)
         } catch {
             return await finish(job.id, .failed(reason: "failed: \(error)"))
         }
@@ -538,7 +535,7 @@ actor TransferScheduler: FetchObserver {
             await complete(&job, total: total)
         } else if case .notModified = outcome {
             await files.removePartial(of: job)
-            job.bytesReceived = await files.size(of: job.output, as: job.owner)
+            job.bytesReceived = await files.size(of: job.output)
             job.bytesTotal = job.bytesReceived
             job.validators = Validators()
             markChecked(&job)
@@ -585,7 +582,7 @@ actor TransferScheduler: FetchObserver {
         job.bytesTotal = total
         if let expected = job.sha256 {
             do {
-                let actual = try await fetcher.sha256(ofFileAt: job.partialPath, as: job.owner, files: files)
+                let actual = try await fetcher.sha256(ofFileAt: job.partialPath, files: files)
                 guard actual == expected else {
                     job.state = .failed
                     job.reason = "failed: SHA-256 mismatch: expected \(expected), got \(actual); the download was discarded"

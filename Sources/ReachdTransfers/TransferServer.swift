@@ -15,7 +15,7 @@ final class TransferServer: Sendable {
     private let endpoint: SocketServer.Endpoint
     private let logger: Logger
 
-    init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) async throws {
+    init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, access: InstanceAccess, logger: Logger) async throws {
         self.logger = logger
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -25,9 +25,13 @@ final class TransferServer: Sendable {
                     return child.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
                 }
                 let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
-                return credentials.flatMapThrowing { peer in
-                    let owner = Self.owner(uid: peer.uid, gid: peer.gid)
-                    try child.pipeline.syncOperations.addHandler(TransferConnection(owner: owner, scheduler: scheduler, cache: cache, logger: logger))
+                let groups: EventLoopFuture<PeerGroups> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERGROUPS))
+                // More groups than PeerGroups holds (ERANGE): none counted, the uid and primary group still are.
+                return credentials.and(groups.recover { _ in PeerGroups() }).flatMapThrowing { peer, peerGroups in
+                    let owner = Owner(uid: peer.uid, gid: peer.gid, groups: peerGroups.list)
+                    try child.pipeline.syncOperations.addHandler(
+                        TransferConnection(owner: owner, refusal: access.admits(owner) ? nil : access.refusal(for: owner),
+                                           scheduler: scheduler, cache: cache, logger: logger))
                 }
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)
@@ -39,18 +43,6 @@ final class TransferServer: Sendable {
         endpoint.removeFile(logger: logger)
     }
 
-    /// The peer's uid, gid and the user's supplementary groups from the user database.
-    static func owner(uid: uid_t, gid: gid_t) -> Owner {
-        var groups: [UInt32] = [gid]
-        if let entry = getpwuid(uid) {
-            var count: Int32 = 64
-            var list = [gid_t](repeating: 0, count: Int(count))
-            if getgrouplist(entry.pointee.pw_name, gid, &list, &count) >= 0 {
-                groups = Array(list.prefix(Int(count)))
-            }
-        }
-        return Owner(uid: uid, gid: gid, groups: groups)
-    }
 }
 
 /// `struct ucred` of SO_PEERCRED (Glibc hides it behind _GNU_SOURCE): three 32-bit fields.
@@ -58,6 +50,17 @@ struct PeerCredentials: Sendable {
     var pid: Int32 = 0
     var uid: UInt32 = 0
     var gid: UInt32 = 0
+}
+
+/// SO_PEERGROUPS' answer: up to 256 supplementary gids, in storage NIO zeroes first. NIO does not hand back
+/// the length the kernel wrote, so gid 0 (root's group, never the system instance's: it refuses to run in it)
+/// is dropped with the unused tail.
+struct PeerGroups: Sendable {
+    var storage = InlineArray<256, UInt32>(repeating: 0)
+
+    var list: [UInt32] {
+        storage.indices.map { storage[$0] }.filter { $0 != 0 }
+    }
 }
 
 /// One client: frames lines, hands requests to a per-connection task that answers them in order. What one
@@ -75,13 +78,16 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     private var queued = 0
     private var context: ChannelHandlerContext?
     private let owner: Owner
+    private let refusal: String?
     private let scheduler: TransferScheduler
     private let cache: OfflineCache
     private let logger: Logger
     private var requests: AsyncStream<Result<TransferRequest, ProtocolError>>.Continuation?
 
-    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) {
+    /// `refusal`: why this peer may not use the instance (every request but `ping` is answered with it), nil if it may.
+    init(owner: Owner, refusal: String?, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) {
         self.owner = owner
+        self.refusal = refusal
         self.scheduler = scheduler
         self.cache = cache
         self.logger = logger
@@ -95,7 +101,7 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
         let (stream, continuation) = AsyncStream<Result<TransferRequest, ProtocolError>>.makeStream()
         requests = continuation
         let channel = context.channel
-        let session = TransferSession(owner: owner, scheduler: scheduler, cache: cache, channel: channel, logger: logger)
+        let session = TransferSession(owner: owner, refusal: refusal, scheduler: scheduler, cache: cache, channel: channel, logger: logger)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
         Task {
@@ -150,15 +156,17 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
 /// Answers one connection's requests in order; a `watch` keeps sending events until the client leaves.
 actor TransferSession {
     private let owner: Owner
+    private let refusal: String?
     private let scheduler: TransferScheduler
     private let cache: OfflineCache
     private let channel: any Channel
     private let logger: Logger
     private var watcher: Int?
 
-    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel, logger: Logger) {
+    init(owner: Owner, refusal: String?, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel, logger: Logger) {
         self.logger = logger
         self.owner = owner
+        self.refusal = refusal
         self.scheduler = scheduler
         self.cache = cache
         self.channel = channel
@@ -179,6 +187,7 @@ actor TransferSession {
     }
 
     private func answer(_ request: TransferRequest) async throws(ProtocolError) -> TransferReply {
+        if let refusal, request.op != .ping { throw ProtocolError(.permissionDenied, refusal) }
         switch request.op {
         case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh, .remove, .clean:
             return try await scheduler.answer(request, owner: owner)

@@ -23,10 +23,13 @@ public struct TransferServiceOptions: Sendable {
     public var bus: BusService.Bus
     /// The bus where NetworkManager's metered flags are read (none: not at all).
     public var networkManager: BusService.Bus
+    /// Who may use this instance.
+    public var access: InstanceAccess
 
-    public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration,
+    public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration, access: InstanceAccess,
                 watcher: NetlinkWatcher.Options = .init(),
                 bus: BusService.Bus = .system, networkManager: BusService.Bus = .system) {
+        self.access = access
         self.bus = bus
         self.networkManager = networkManager
         self.socketPath = socketPath
@@ -43,7 +46,9 @@ public enum TransferService {
     public static func run(options: TransferServiceOptions, logger: Logger) async throws {
         try makeDirectory(options.stateDirectory, mode: 0o700)
         let store = try JobStore(directory: options.stateDirectory)
-        let files = try UserFiles()
+        let files = UserFiles(guarded: [options.stateDirectory, options.cacheDirectory])
+        // The system instance uses only the configured netrc; a user's own instance also that user's ~/.netrc.
+        let netrc = options.access.isSystem ? options.configuration.netrcPath : options.configuration.netrcPath ?? CredentialSource.ownNetrc
         let fetcher = Fetcher(caFile: options.configuration.caFile, readTimeout: options.configuration.readTimeoutSeconds, logger: logger)
         let network = try NetworkView(
             configuration: options.configuration, watcher: options.watcher, networkManager: options.networkManager, logger: logger
@@ -52,7 +57,7 @@ public enum TransferService {
         var settings = TransferScheduler.Settings()
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
-        settings.netrcPath = options.configuration.netrcPath
+        settings.netrcPath = netrc
         settings.maximumJobsPerUser = options.configuration.maximumJobsPerUser
         settings.maximumJobs = options.configuration.maximumJobs
         settings.keepFinishedSeconds = options.configuration.keepFinishedSeconds
@@ -63,14 +68,15 @@ public enum TransferService {
         try network.start()
         try await scheduler.load()
         let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
-        try makeDirectory(options.cacheDirectory, mode: 0o755)
+        let shared = options.access.isSystem
+        try makeDirectory(options.cacheDirectory, mode: shared ? 0o711 : 0o700)
         let cache = OfflineCache(
             store: store, files: files, fetcher: fetcher, hosts: hosts,
-            credentials: CredentialSource(netrcPath: options.configuration.netrcPath, files: files),
-            directory: options.cacheDirectory, capacity: options.configuration.cacheCapacity,
+            credentials: CredentialSource(netrcPath: netrc, files: files),
+            directory: options.cacheDirectory, shared: shared, capacity: options.configuration.cacheCapacity,
             threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
         )
-        let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, logger: logger)
+        let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger)
         var metricsEndpoint: MetricsEndpoint?
         if let metrics, let address = options.configuration.transfersMetricsListen {
             do {
@@ -84,7 +90,7 @@ public enum TransferService {
                 throw error
             }
         }
-        let bus = await startBus(options.bus, scheduler: scheduler, logger: logger)
+        let bus = await startBus(options.bus, scheduler: scheduler, access: options.access, logger: logger)
         Systemd.ready(status: "serving transfers")
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -106,10 +112,10 @@ public enum TransferService {
     }
 
     /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
-    private static func startBus(_ which: BusService.Bus, scheduler: TransferScheduler, logger: Logger) async -> TransferBusService? {
+    private static func startBus(_ which: BusService.Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) async -> TransferBusService? {
         guard which != .none else { return nil }
         do {
-            let service = try TransferBusService(bus: which, scheduler: scheduler, logger: logger)
+            let service = try TransferBusService(bus: which, scheduler: scheduler, access: access, logger: logger)
             try await service.start()
             logger.info("D-Bus: \(TransferBusService.name) on the \(which.rawValue) bus")
             return service
@@ -119,8 +125,7 @@ public enum TransferService {
         }
     }
 
-    /// A directory and its parents (the state directory 0700: the job table; the cache directory 0755, with a
-    /// 0700 directory per user inside).
+    /// A directory and its parents (the job table's 0700; the offline cache's 0700, or 0711 for the system instance).
     private static func makeDirectory(_ path: String, mode: mode_t) throws {
         var components: [Substring] = []
         for component in path.split(separator: "/") {

@@ -1,4 +1,3 @@
-import CReachdFiles
 import NIOPosix
 import ReachdTransferModel
 #if canImport(Glibc)
@@ -19,44 +18,52 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
     var isDiskFull: Bool { errno == ENOSPC || errno == EDQUOT }
 }
 
-/// Creates, opens, renames and removes job files *as the job's owner*: on one thread whose file-system
-/// identity is switched to the owner's uid, gid and groups for each operation, so the kernel decides
-/// (permissions, ACLs, read-only mounts) exactly as for the user. A daemon not running as root serves
-/// its own uid only.
+/// Creates, opens, renames and removes job files on one file thread, as the daemon's own user: a per-user
+/// instance is the user, so the kernel decides (permissions, ACLs, read-only mounts) exactly as for them; the
+/// system instance writes only where its administrator has granted its user. Nothing switches identity.
+/// Files inside `guarded` directories (the job table, the offline cache) are refused, so that no client can
+/// have the daemon upload, checksum or overwrite what it keeps for other clients.
 public final class UserFiles: Sendable {
     private let pool: NIOThreadPool
-    private let switchesIdentity: Bool
+    private let guarded: [String]
 
-    public init() throws {
-        switchesIdentity = geteuid() == 0
-        if switchesIdentity, reachd_files_init() != 0 { throw FileError("reading the process's groups") }
+    public init(guarded: [String]) {
+        self.guarded = guarded.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
         pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
     }
 
     public func shutdown() async { try? await pool.shutdownGracefully() }
 
-    /// Whether this daemon can act for `owner` at all.
-    public func canServe(_ owner: Owner) -> Bool { switchesIdentity || owner.uid == geteuid() }
+    /// Runs `body` on the file thread.
+    func run<T: Sendable>(_ body: @Sendable @escaping () throws -> T) async throws -> T {
+        try await pool.runUncancellable(body)
+    }
 
-    /// Runs `body` on the identity thread as `owner`.
-    func run<T: Sendable>(as owner: Owner, _ body: @Sendable @escaping () throws -> T) async throws -> T {
-        let switches = switchesIdentity
-        return try await pool.runUncancellable {
-            if switches {
-                let status = owner.groups.withUnsafeBufferPointer { reachd_thread_assume(owner.uid, owner.gid, $0.baseAddress, $0.count) }
-                guard status == 0 else { throw FileError("switching to uid \(owner.uid)") }
-            }
-            defer { if switches { reachd_thread_restore() } }
-            return try body()
+    /// `openRegular`, refusing what lies in a guarded directory (checked on the open descriptor, whatever
+    /// symbolic links led there).
+    func open(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws -> Int32 {
+        let fd = try Self.openRegular(path, flags, mode: mode, failure: failure())
+        if let actual = Self.path(of: fd), guarded.contains(where: { actual.hasPrefix($0) }) {
+            close(fd)
+            throw FileError("\(path) is inside reachd-transfers' own state or cache directory", errno: EACCES)
         }
+        return fd
+    }
+
+    /// The path the kernel has for an open descriptor.
+    private static func path(of fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Opens `path` without blocking and only if it is a regular file: a FIFO, device or directory would
-    /// block the identity thread (and with it every user's file operations) or is no file to transfer.
+    /// block the file thread (and with it every job's file operations) or is no file to transfer.
     /// The descriptor is returned in blocking mode.
     static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws -> Int32 {
-        let fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)
+        let fd = Glibc.open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)
         guard fd >= 0 else { throw FileError(failure()) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
@@ -67,77 +74,78 @@ public final class UserFiles: Sendable {
         return fd
     }
 
-    /// Checks that the owner may create `job.output`, by creating its (empty) partial file next to it.
+    /// Checks that `job.output` can be created, by creating its (empty) partial file next to it.
     func createPartial(for job: Job) async throws {
-        try await run(as: job.owner) {
+        try await run {
             var info = stat()
             if stat(job.output, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
                 throw FileError("\(job.output) is a directory", errno: EISDIR)
             }
-            let fd = try Self.openRegular(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
-                                          failure: "cannot create \(job.partialPath) as uid \(job.owner.uid)")
+            let fd = try self.open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
+                                   failure: "cannot create \(job.partialPath)")
             close(fd)
         }
     }
 
     /// Opens the partial file for writing (creating it if it went missing); the caller closes the descriptor.
     func openPartial(for job: Job) async throws -> Int32 {
-        try await run(as: job.owner) {
-            try Self.openRegular(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644,
-                                 failure: "cannot open \(job.partialPath) as uid \(job.owner.uid)")
+        try await run {
+            try self.open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644, failure: "cannot open \(job.partialPath)")
         }
     }
 
     /// Size of the partial file, 0 when it is missing.
-    func partialSize(of job: Job) async -> Int64 { await size(of: job.partialPath, as: job.owner) }
+    func partialSize(of job: Job) async -> Int64 { await size(of: job.partialPath) }
 
-    /// Size of the file at `path` as `owner` sees it, 0 when it is missing.
-    func size(of path: String, as owner: Owner) async -> Int64 {
-        (try? await run(as: owner) {
+    /// Size of the file at `path`, 0 when it is missing.
+    func size(of path: String) async -> Int64 {
+        (try? await run {
             var info = stat()
             return stat(path, &info) == 0 ? Int64(info.st_size) : 0
         }) ?? 0
     }
 
-    /// Creates (truncating) a file as `owner`, mode 0600; the caller closes the descriptor.
-    func create(_ path: String, as owner: Owner) async throws -> Int32 {
-        try await run(as: owner) {
-            try Self.openRegular(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600, failure: "cannot create \(path) as uid \(owner.uid)")
+    /// Creates (truncating) one of the daemon's own files (the offline cache's) with exactly `mode`; the caller closes the descriptor.
+    func create(_ path: String, mode: mode_t) async throws -> Int32 {
+        try await run {
+            let fd = try Self.openRegular(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode, failure: "cannot create \(path)")
+            fchmod(fd, mode)
+            return fd
         }
     }
 
-    func rename(_ path: String, to target: String, as owner: Owner) async throws {
-        try await run(as: owner) {
+    func rename(_ path: String, to target: String) async throws {
+        try await run {
             guard Glibc.rename(path, target) == 0 else { throw FileError("cannot rename \(path) to \(target)") }
         }
     }
 
-    /// Removes a file as `owner`; a missing file is fine.
-    func remove(_ path: String, as owner: Owner) async {
-        _ = try? await run(as: owner) { unlink(path) }
+    /// Removes a file; a missing file is fine.
+    func remove(_ path: String) async {
+        _ = try? await run { unlink(path) }
     }
 
-    /// Opens a regular file for reading as `owner`; the caller closes the descriptor.
-    func openForReading(_ path: String, as owner: Owner) async throws -> (fd: Int32, size: Int64) {
-        try await run(as: owner) {
-            let fd = try Self.openRegular(path, O_RDONLY, failure: "cannot read \(path) as uid \(owner.uid)")
+    /// Opens a regular file for reading; the caller closes the descriptor.
+    func openForReading(_ path: String) async throws -> (fd: Int32, size: Int64) {
+        try await run {
+            let fd = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
             var info = stat()
             fstat(fd, &info)
             return (fd, Int64(info.st_size))
         }
     }
 
-    /// The size of a regular file `owner` may read (checked by opening it).
-    func readableSize(of path: String, as owner: Owner) async throws -> Int64 {
-        let source = try await openForReading(path, as: owner)
+    /// The size of a regular file the daemon may read (checked by opening it).
+    func readableSize(of path: String) async throws -> Int64 {
+        let source = try await openForReading(path)
         close(source.fd)
         return source.size
     }
 
-    /// A small text file (at most 1 MiB) read as `owner`.
-    func read(_ path: String, as owner: Owner) async throws -> String {
-        try await run(as: owner) {
-            let fd = try Self.openRegular(path, O_RDONLY, failure: "cannot read \(path)")
+    /// A small text file (at most 1 MiB).
+    func read(_ path: String) async throws -> String {
+        try await run {
+            let fd = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
             defer { close(fd) }
             var bytes = [UInt8](repeating: 0, count: 1 << 20)
             var count = 0
@@ -151,21 +159,26 @@ public final class UserFiles: Sendable {
         }
     }
 
-    /// Moves the finished partial file over the output in one step, then makes the rename durable.
+    /// Moves the finished partial file over the output in one step, within the output's directory as opened
+    /// (and checked not to be guarded), then makes the rename durable.
     func moveIntoPlace(_ job: Job) async throws {
-        try await run(as: job.owner) {
-            guard Glibc.rename(job.partialPath, job.output) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
-            let directory = String(job.output[..<job.output.lastIndex(of: "/")!])
-            let fd = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if fd >= 0 {
-                fsync(fd)
-                close(fd)
+        try await run {
+            let slash = job.output.lastIndex(of: "/")!
+            let directory = String(job.output[..<slash]), name = String(job.output[job.output.index(after: slash)...])
+            let partialName = String(job.partialPath[job.partialPath.index(after: job.partialPath.lastIndex(of: "/")!)...])
+            let fd = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { throw FileError("cannot open the directory of \(job.output)") }
+            defer { close(fd) }
+            if let actual = Self.path(of: fd), self.guarded.contains(where: { (actual + "/").hasPrefix($0) }) {
+                throw FileError("\(job.output) is inside reachd-transfers' own state or cache directory", errno: EACCES)
             }
+            guard renameat(fd, partialName, fd, name) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
+            fsync(fd)
         }
     }
 
     /// Removes the partial file (cancelled or failed job); a missing file is fine.
     func removePartial(of job: Job) async {
-        _ = try? await run(as: job.owner) { unlink(job.partialPath) }
+        _ = try? await run { unlink(job.partialPath) }
     }
 }

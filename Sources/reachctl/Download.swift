@@ -8,7 +8,10 @@ import Glibc
 
 /// Options of every `download` subcommand.
 struct TransferOptions: ParsableArguments {
-    @Option(help: "reachd-transfers' socket. Default: $REACHD_TRANSFERS_SOCKET, else /run/reachd/transfers.sock if present, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
+    @Flag(help: "Use the system instance (/run/reachd/transfers.sock; the default for root) rather than your own.")
+    var system = false
+
+    @Option(help: "reachd-transfers' socket. Default: $REACHD_TRANSFERS_SOCKET, else the system instance's with --system or as root, else your own instance's, $XDG_RUNTIME_DIR/reachd-transfers.sock.")
     var transfersSocket: String?
 
     func connect() -> TransferClient {
@@ -16,8 +19,8 @@ struct TransferOptions: ParsableArguments {
         for key in ["REACHD_TRANSFERS_SOCKET", "XDG_RUNTIME_DIR"] {
             if let value = getenv(key) { environment[key] = String(cString: value) }
         }
-        guard let path = TransferSocketPath.clientPath(explicit: transfersSocket, uid: getuid(), environment: environment, exists: { access($0, F_OK) == 0 }) else {
-            fail("no socket path: pass --transfers-socket PATH, or set REACHD_TRANSFERS_SOCKET or XDG_RUNTIME_DIR")
+        guard let path = TransferSocketPath.clientPath(explicit: transfersSocket, system: system || getuid() == 0, environment: environment) else {
+            fail("no socket path: XDG_RUNTIME_DIR is not set (log in, or loginctl enable-linger); pass --system for the system instance, or --transfers-socket PATH")
         }
         do {
             return try TransferClient(path: path)

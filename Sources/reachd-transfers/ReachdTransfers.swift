@@ -3,6 +3,7 @@ import Logging
 import ReachdConfig
 import ReachdDaemon
 import ReachdProtocol
+import ReachdTransferModel
 import ReachdTransfers
 #if canImport(Glibc)
 import Glibc
@@ -28,16 +29,23 @@ struct TransfersCommand: AsyncParsableCommand {
         discussion: """
             Runs in the foreground and logs to stderr; SIGTERM or SIGINT stop it (running transfers keep their \
             partial files and resume at the next start). Clients: reachctl download …; protocol in docs/transfers.md.
+
+            It never runs as root. A user's own instance (systemctl --user start reachd-transfers.socket) serves \
+            that user only and writes their files as them; the system instance (--system, as the reachd-transfers \
+            system user) serves root and members of its group, and writes only where its user may.
             """
     )
 
-    @Option(help: "Unix socket path. Default: /run/reachd/transfers.sock as root, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
+    @Flag(help: "Be the system instance: serve root and members of this user's primary group, not only this user.")
+    var system = false
+
+    @Option(help: "Unix socket path. Default: /run/reachd/transfers.sock with --system, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
     var socket: String?
 
-    @Option(help: "State directory (the job table). Default: $STATE_DIRECTORY (systemd), else /var/lib/reachd-transfers as root, else $XDG_STATE_HOME/reachd.")
+    @Option(help: "State directory (the job table). Default: $STATE_DIRECTORY (systemd), else /var/lib/reachd-transfers with --system, else $XDG_STATE_HOME/reachd.")
     var stateDir: String?
 
-    @Option(help: "Offline cache directory. Default: $CACHE_DIRECTORY (systemd), else /var/cache/reachd-transfers as root, else $XDG_CACHE_HOME/reachd.")
+    @Option(help: "Offline cache directory. Default: $CACHE_DIRECTORY (systemd), else /var/cache/reachd-transfers with --system, else $XDG_CACHE_HOME/reachd.")
     var cacheDir: String?
 
     @Option(help: "Configuration file (TOML), the same as reachd's; [downloads] sets the metered threshold and concurrency.")
@@ -49,39 +57,57 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    @Option(help: "D-Bus bus for org.reachd.Transfers1: system, session or none. A bus that is not there is skipped with a warning.")
-    var bus: String = "system"
+    @Option(help: "D-Bus bus for org.reachd.Transfers1: system, session or none. Default: system with --system, else session. A bus that is not there is skipped with a warning.")
+    var bus: String?
 
     @Option(help: "Bus where NetworkManager's metered flags are read: system, session or none.")
     var networkmanager: String = "system"
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
-        guard BusService.Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
+        guard bus.map({ BusService.Bus(rawValue: $0) != nil }) ?? true else { throw ValidationError("--bus must be system, session or none") }
         guard BusService.Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
         DaemonStartup.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "reachd-transfers")
+        guard geteuid() != 0 else {
+            logger.critical("""
+                reachd-transfers does not run as root: run each user's own instance (systemctl --user start \
+                reachd-transfers.socket) or the system instance as its own user (systemctl start reachd-transfers.socket)
+                """)
+            throw ExitCode(1)
+        }
+        let access: InstanceAccess
+        if system {
+            guard getegid() != 0 else {
+                logger.critical("the system instance does not run in group root (gid 0): give it a group of its own")
+                throw ExitCode(1)
+            }
+            let group = getgrgid(getegid()).map { String(cString: $0.pointee.gr_name) } ?? "\(getegid())"
+            access = .system(uid: geteuid(), gid: getegid(), groupName: group)
+        } else {
+            access = .user(uid: geteuid())
+        }
         var environment: [String: String] = [:]
         for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "HOME", "STATE_DIRECTORY", "CACHE_DIRECTORY"] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         // nil for a system user without XDG_RUNTIME_DIR: then only a socket systemd passes will do.
-        let path = socket ?? TransferSocketPath.defaultPath(uid: getuid(), environment: environment)
-        guard let state = stateDir ?? TransferSocketPath.stateDirectory(uid: getuid(), environment: environment), state.hasPrefix("/") else {
+        let path = socket ?? TransferSocketPath.defaultPath(system: system, environment: environment)
+        guard let state = stateDir ?? TransferSocketPath.stateDirectory(system: system, environment: environment), state.hasPrefix("/") else {
             throw ValidationError("no state directory: pass --state-dir PATH (absolute) or set XDG_STATE_HOME")
         }
-        guard let cache = cacheDir ?? TransferSocketPath.cacheDirectory(uid: getuid(), environment: environment), cache.hasPrefix("/") else {
+        guard let cache = cacheDir ?? TransferSocketPath.cacheDirectory(system: system, environment: environment), cache.hasPrefix("/") else {
             throw ValidationError("no cache directory: pass --cache-dir PATH (absolute) or set XDG_CACHE_HOME")
         }
         guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
         do {
             try await TransferService.run(
                 options: TransferServiceOptions(
-                    socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration,
-                    watcher: .init(sysfsRoot: sysfsRoot), bus: BusService.Bus(rawValue: bus) ?? .system,
+                    socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration, access: access,
+                    watcher: .init(sysfsRoot: sysfsRoot), bus: bus.flatMap(BusService.Bus.init(rawValue:)) ?? (system ? .system : .session),
                     networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
                 ),
                 logger: logger

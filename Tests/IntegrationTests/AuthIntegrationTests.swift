@@ -177,29 +177,31 @@ final class AuthIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/p2.bin"), sum)
     }
 
-    func testEachUsersOwnNetrcIsReadAsThatUser() throws {
-        // No netrc in the configuration: each job's owner's ~/.netrc, read with the owner's permissions.
-        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\n")
+    func testAUsersOwnInstanceReadsTheirNetrcAndServesThemAlone() throws {
+        // No netrc in the configuration: a user's own instance reads that user's ~/.netrc, as that user.
+        let user = try lab.makeUser("n")
+        try "machine mirror.test login alice password \"\(Self.password)\"\n".write(toFile: user.home + "/.netrc", atomically: true, encoding: .utf8)
+        try lab.lab.run("chown \(user.name) \(user.home)/.netrc && chmod 600 \(user.home)/.netrc && chmod 700 \(user.home)")
+        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\n", user: user)
         let sum = try lab.serve("basic/own.bin", bytes: 30_000)
-        let user = "rdt\(getpid() % 100000)n"
-        let home = lab.lab.directory + "/home"
-        try lab.lab.run("useradd -M -d \(home) -s /usr/sbin/nologin \(user)")
-        defer { _ = try? lab.lab.run("userdel \(user)") }
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        try "machine mirror.test login alice password \"\(Self.password)\"\n".write(toFile: home + "/.netrc", atomically: true, encoding: .utf8)
-        try lab.lab.run("chown -R \(user) \(home) && chmod 700 \(home) && chmod 600 \(home)/.netrc")
 
-        let added = try lab.download(["add", "https://mirror.test:8443/basic/own.bin", "--output", home + "/own.bin"], user: user)
+        let added = try lab.download(["add", "https://mirror.test:8443/basic/own.bin", "--output", user.home + "/own.bin"], user: user.name)
         XCTAssertEqual(added.status, 0, added.err)
         let id = added.out.trimmingCharacters(in: .whitespacesAndNewlines)
-        let done = try lab.waitFor(id, "completed with the user's credentials") { $0.state.isTerminal }
-        XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(try lab.sha256(home + "/own.bin"), sum)
+        let waited = try lab.download(["wait", id, "--timeout", "30"], user: user.name)
+        XCTAssertEqual(waited.status, 0, waited.out + waited.err)
+        XCTAssertEqual(try lab.sha256(user.home + "/own.bin"), sum)
+        var info = stat()
+        XCTAssertEqual(stat(user.home + "/own.bin", &info), 0)
+        XCTAssertEqual(info.st_uid, user.uid, "written by the user's own process")
+        XCTAssertEqual(try lab.lab.run("ps -o user= -p $(pgrep -f 'reachd-transfers --socket \(lab.socketPath)' | head -n 1)")
+            .trimmingCharacters(in: .whitespacesAndNewlines), user.name)
 
-        // Root's job for the same URL has no credentials of its own (root's ~/.netrc is not the user's).
-        let rootJob = try lab.add("https://mirror.test:8443/basic/own.bin", output: lab.out + "/root.bin")
-        let refused = try lab.waitFor(rootJob, "failed without credentials") { $0.state.isTerminal }
-        if FileManager.default.fileExists(atPath: "/root/.netrc") { throw XCTSkip("this machine's root has a ~/.netrc") }
-        XCTAssertEqual(refused.reason, "failed: server answered 401")
+        // Nobody else is served by it, root included.
+        for other in [nil, "nobody"] as [String?] {
+            let refused = try lab.download(["list"], user: other)
+            XCTAssertNotEqual(refused.status, 0)
+            XCTAssertTrue(refused.err.contains("is not allowed to use this reachd-transfers: it is uid \(user.uid)'s own instance"), refused.err)
+        }
     }
 }

@@ -19,8 +19,8 @@ final class CacheIntegrationTests: XCTestCase {
         try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n")
     }
 
-    private func fetch(_ url: String, user: String? = nil) throws -> (status: Int32, sum: String, err: String) {
-        try lab.fetch(url, user: user)
+    private func fetch(_ url: String, user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, sum: String, err: String) {
+        try lab.fetch(url, user: user, groups: groups)
     }
 
     /// Takes both routes away and waits until the daemon has seen it.
@@ -126,17 +126,23 @@ final class CacheIntegrationTests: XCTestCase {
         try start()
         let sum = try lab.serve("u.bin", bytes: 20_000)
         XCTAssertEqual(try fetch(lab.url("u.bin")).sum, sum)
-        XCTAssertEqual(try fetch(lab.url("u.bin"), user: "nobody").sum, sum)
-        let directory = lab.lab.directory + "/cache/65534"
+        // A member of the system instance's group: an entry of their own, never root's.
+        let members = try fetch(lab.url("u.bin"), user: "nobody", groups: [lab.daemonGID])
+        XCTAssertEqual(members.sum, sum, members.err)
+        XCTAssertEqual(lab.gets("u.bin", atLeast: 2).count, 2, "nobody was not served root's entry")
+        // The system instance cannot hand files over: a body is readable by name only, a random one, in a
+        // directory others may pass through but not list.
+        let directory = lab.cacheDirectory + "/65534"
         var info = stat()
         XCTAssertEqual(stat(directory, &info), 0)
-        XCTAssertEqual(info.st_uid, 65534)
-        XCTAssertEqual(info.st_mode & 0o777, 0o700)
+        XCTAssertEqual(info.st_uid, lab.daemonUID)
+        XCTAssertEqual(info.st_mode & 0o777, 0o711)
+        XCTAssertThrowsError(try lab.lab.run("setpriv --reuid=nobody --regid=nogroup --clear-groups ls \(directory)"), "not listable")
         let body = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: directory).first)
+        XCTAssertEqual(body.count, 32, "a 128-bit name: \(body)")
+        XCTAssertNotEqual(try FileManager.default.contentsOfDirectory(atPath: lab.cacheDirectory + "/0").first, body, "not derived from the URL")
         XCTAssertEqual(stat(directory + "/" + body, &info), 0)
-        XCTAssertEqual(info.st_uid, 65534)
-        XCTAssertEqual(info.st_mode & 0o777, 0o600)
-        XCTAssertEqual(stat(lab.lab.directory + "/cache/0", &info), 0)
-        XCTAssertEqual(info.st_mode & 0o777, 0o700, "root's bodies are closed to nobody")
+        XCTAssertEqual(info.st_uid, lab.daemonUID)
+        XCTAssertEqual(info.st_mode & 0o777, 0o644)
     }
 }

@@ -9,12 +9,22 @@ final class PrivateBus {
     let address: String
     private let process: Process
 
-    /// Starts the bus in `directory`, including `policies` (file names in dbus/); with `serviceDirectory`, it
-    /// activates the services whose files are there.
-    init(directory: String, policies: [String], serviceDirectory: String? = nil) throws {
+    /// Starts the bus in `directory`, including `policies` (file names in dbus/, with each `users` key that appears
+    /// in a `user="…"` or `group="…"` replaced by its value, such as a system user's name by the lab's uid); with
+    /// `serviceDirectory`, it activates the services whose files are there.
+    init(directory: String, policies: [String], users: [String: String] = [:], serviceDirectory: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw XCTSkip("dbus-daemon is not installed") }
-        let includes = policies.map { "  <include>\(Self.dbusDirectory)/\($0)</include>" }.joined(separator: "\n")
-            + (serviceDirectory.map { "\n  <servicedir>\($0)</servicedir>" } ?? "")
+        var includes = ""
+        for policy in policies {
+            var text = try String(contentsOfFile: Self.dbusDirectory + "/" + policy, encoding: .utf8)
+            for (name, replacement) in users {
+                text = text.replacingOccurrences(of: "user=\"\(name)\"", with: "user=\"\(replacement)\"")
+                    .replacingOccurrences(of: "group=\"\(name)\"", with: "group=\"\(replacement)\"")
+            }
+            try text.write(toFile: directory + "/" + policy, atomically: true, encoding: .utf8)
+            includes += "  <include>\(directory)/\(policy)</include>\n"
+        }
+        includes += serviceDirectory.map { "  <servicedir>\($0)</servicedir>" } ?? ""
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">

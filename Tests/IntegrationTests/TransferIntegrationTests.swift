@@ -308,34 +308,59 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(codes, ["bad_json", "unknown_op", "line_too_long", "pong"])
     }
 
-    func testOtherUsersCanNeitherWriteWhereTheyMayNotNorSeeOthersJobs() throws {
+    func testTheSystemInstanceServesRootAndItsGroupOnlyAndWritesOnlyWhereItsUserMay() throws {
         try start()
         try lab.serve("f.bin", bytes: 1000)
+        // Where the instance's user may not write, nobody may make it write: root is refused with the kernel's reason.
         let rootOnly = lab.out + "/root-only"
         try FileManager.default.createDirectory(atPath: rootOnly, withIntermediateDirectories: true)
         try lab.lab.run("chmod 755 \(rootOnly)")
-        let refused = try lab.download(["add", lab.url("f.bin"), "--output", rootOnly + "/x"], user: "nobody")
+        let refused = try lab.download(["add", lab.url("f.bin"), "--output", rootOnly + "/x"])
         XCTAssertEqual(refused.status, 2)
-        XCTAssertTrue(refused.err.contains("(permission_denied)") && refused.err.contains("as uid 65534: Permission denied"), refused.err)
+        XCTAssertTrue(refused.err.contains("(permission_denied)") && refused.err.contains("Permission denied"), refused.err)
 
-        let rootJob = try lab.add(lab.url("f.bin"), output: rootOnly + "/x")
-        let list = try lab.download(["list", "--json"], user: "nobody")
-        XCTAssertEqual(list.out, "[]\n")
-        let show = try lab.download(["cancel", rootJob], user: "nobody")
-        XCTAssertTrue(show.err.contains("(not_found)"), show.err)
+        // A user outside the instance's group is refused whatever they ask.
+        let outsider = try lab.download(["list"], user: "nobody")
+        XCTAssertNotEqual(outsider.status, 0)
+        XCTAssertTrue(outsider.err.contains("uid 65534 is not allowed to use the system reachd-transfers"), outsider.err)
 
-        let own = lab.out + "/nobody"
-        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
-        try lab.lab.run("chown nobody \(own)")
-        let added = try lab.download(["add", lab.url("f.bin"), "--output", own + "/y"], user: "nobody")
+        // A member of the group (the kernel's SO_PEERGROUPS) is served, sees only their own jobs, cannot touch root's.
+        let rootJob = try lab.add(lab.url("f.bin"), output: lab.out + "/x")
+        let member: [UInt32] = [lab.daemonGID]
+        XCTAssertEqual(try lab.download(["list", "--json"], user: "nobody", groups: member).out, "[]\n")
+        let cancel = try lab.download(["cancel", rootJob], user: "nobody", groups: member)
+        XCTAssertTrue(cancel.err.contains("(not_found)"), cancel.err)
+        let added = try lab.download(["add", lab.url("f.bin"), "--output", lab.out + "/y"], user: "nobody", groups: member)
         XCTAssertEqual(added.status, 0, added.err)
         let id = added.out.trimmingCharacters(in: .whitespacesAndNewlines)
         try lab.waitFor(id, "completed") { $0.state == .completed }
         var info = stat()
-        XCTAssertEqual(stat(own + "/y", &info), 0)
-        XCTAssertEqual(info.st_uid, 65534, "the file belongs to the user who asked for it")
+        XCTAssertEqual(stat(lab.out + "/y", &info), 0)
+        XCTAssertEqual(info.st_uid, lab.daemonUID, "the system instance writes as its own user, never as root")
         let rootList = try lab.download(["list", "--json"])
         XCTAssertTrue(rootList.out.contains(id) && rootList.out.contains(rootJob), "root sees every job")
+    }
+
+    func testItNeverRunsAsRoot() throws {
+        lab = try TransferLab()
+        let output = try lab.lab.run("\(NetLab.binary("reachd-transfers")) --system --socket \(lab.socketPath); echo status $?")
+        XCTAssertTrue(output.contains("reachd-transfers does not run as root") && output.hasSuffix("status 1\n"), output)
+    }
+
+    func testFilesInItsOwnDirectoriesAreRefused() throws {
+        try start()
+        try lab.serve("f.bin", bytes: 1000)
+        // The job table and the cache hold every client's data: no client may have them uploaded or overwritten.
+        for path in [lab.stateDirectory + "/jobs.sqlite", lab.cacheDirectory + "/x"] {
+            let added = try lab.download(["add", lab.url("f.bin"), "--output", path])
+            XCTAssertEqual(added.status, 2, path)
+            XCTAssertTrue(added.err.contains("inside reachd-transfers' own state or cache directory"), added.err)
+        }
+        let linked = lab.out + "/state-link"
+        XCTAssertEqual(symlink(lab.stateDirectory, linked), 0)
+        XCTAssertThrowsError(try lab.upload(linked + "/jobs.sqlite", to: lab.url("sink"))) { error in
+            XCTAssertTrue("\(error)".contains("inside reachd-transfers' own state or cache directory"), "\(error)")
+        }
     }
 
     func testPauseResumeAndCancelAgainstNginx() throws {

@@ -6,27 +6,39 @@ import XCTest
 
 /// A lab for the transfer service: the host namespace reaches `mirror.test` (203.0.113.80 on the peer's
 /// loopback) through `eth0` (unmetered, metric 100) and `wwan0` (metered, metric 200); servers run in the
-/// peer namespace, reachd-transfers in the host namespace.
+/// peer namespace, reachd-transfers in the host namespace, never as root: by default as the system instance
+/// (`--system`) under a system user of the lab's own, as the shipped unit runs it under `reachd-transfers`,
+/// so that the tests, as root, are its clients; or as a real user's own instance (`startDaemon(user:)`).
 final class TransferLab {
     static let serverAddress = "203.0.113.80"
     let lab: NetLab
+    /// The system instance's user (a real one: the bus daemon admits no uid without a user database entry); `out` is theirs.
+    private(set) var daemonUser = User(name: "", uid: 0, gid: 0, home: "")
+    var daemonUID: UInt32 { daemonUser.uid }
+    /// Its group: members are the system instance's clients.
+    var daemonGID: UInt32 { daemonUser.gid }
     var www: String { lab.directory + "/www" }
     var out: String { lab.directory + "/out" }
     var stateDirectory: String { lab.directory + "/state" }
-    var socketPath: String { lab.directory + "/transfers.sock" }
+    var cacheDirectory: String { lab.directory + "/cache" }
+    var socketPath: String { lab.directory + "/run/transfers.sock" }
     var daemonLog: String { lab.directory + "/transfers.log" }
     var serverLog: String { lab.directory + "/server.log" }
     private(set) var port = 0
     private var daemon: Process?
     private var servers: [Process] = []
     private var mounts: [String] = []
+    private var users: [String] = []
 
     /// `eth0`: whether the unmetered uplink exists from the start.
     init(eth0: Bool = true) throws {
         lab = try NetLab.make()
         do {
-            for dir in [www, out, stateDirectory] { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
-            try lab.run("chmod 755 \(lab.directory) \(www) \(out)")
+            for dir in [www, out, stateDirectory, cacheDirectory, lab.directory + "/run"] {
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            }
+            daemonUser = try makeUser("d")
+            try lab.run("chmod 755 \(lab.directory) \(www) \(out) \(lab.directory)/run && chown \(daemonUID):\(daemonGID) \(out)")
             try lab.peerIP("link set lo up")
             try lab.peerIP("addr add \(Self.serverAddress)/32 dev lo")
             try lab.addUplink("wwan0", "198.51.100", metric: 200)
@@ -34,6 +46,7 @@ final class TransferLab {
             if eth0 { try addEth0() }
             try lab.hostsFile(["mirror.test": Self.serverAddress])
         } catch {
+            for user in users { _ = try? lab.run("userdel \(user)") }
             lab.tearDown()
             throw error
         }
@@ -61,6 +74,7 @@ final class TransferLab {
             server.waitUntilExit()
         }
         for mount in mounts { _ = try? lab.run("umount -l \(mount)") }
+        for user in users { _ = try? lab.run("userdel \(user)") }
         lab.tearDown()
     }
 
@@ -84,11 +98,11 @@ final class TransferLab {
         String(try lab.run("sha256sum \(path)").prefix(64))
     }
 
-    /// A tmpfs of `size` (e.g. "2M") at out/NAME, unmounted at tear-down.
+    /// A tmpfs of `size` (e.g. "2M") at out/NAME, the daemon's, unmounted at tear-down.
     func smallDisk(_ name: String, size: String) throws -> String {
         let path = out + "/" + name
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try lab.run("mount -t tmpfs -o size=\(size) tmpfs \(path)")
+        try lab.run("mount -t tmpfs -o size=\(size),uid=\(daemonUID),gid=\(daemonGID) tmpfs \(path)")
         mounts.append(path)
         return path
     }
@@ -170,22 +184,57 @@ final class TransferLab {
 
     // MARK: The transfer service
 
-    /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it answers.
-    /// `wrapper`: a command that execs the rest (socket activation).
-    func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) throws {
-        var args = ["netns", "exec", lab.host] + wrapper + [NetLab.binary("reachd-transfers"), "--socket", socketPath, "--state-dir", stateDirectory,
-                    "--cache-dir", lab.directory + "/cache",
-                    "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
+    /// A real local user (user database entry, home directory `lab/NAME-home` of theirs), removed at tear-down.
+    struct User {
+        var name: String
+        var uid: UInt32
+        var gid: UInt32
+        var home: String
+    }
+
+    func makeUser(_ tag: String) throws -> User {
+        let name = "rdt\(UUID().uuidString.prefix(8).lowercased())\(tag)"
+        let home = lab.directory + "/\(tag)-home"
+        try lab.run("useradd -M -d \(home) -s /usr/sbin/nologin -U \(name)")
+        users.append(name)
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try lab.run("chown \(name):\(name) \(home) && chmod 755 \(home)")
+        let ids = try lab.run("id -u \(name); id -g \(name)").split(separator: "\n").map { UInt32($0) }
+        guard ids.count == 2, let uid = ids[0], let gid = ids[1] else { throw LabError("no ids for \(name)") }
+        return User(name: name, uid: uid, gid: gid, home: home)
+    }
+
+    /// The command prefix that runs a program as `user` (a name) with its own groups, or with exactly `groups`.
+    static func asUser(_ user: String, groups: [UInt32]? = nil) -> [String] {
+        ["/usr/bin/setpriv", "--reuid=\(user)", user == "nobody" ? "--regid=nogroup" : "--regid=\(user)",
+         groups.map { "--groups=" + $0.map(String.init).joined(separator: ",") } ?? "--init-groups"]
+    }
+
+    /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it
+    /// answers: the system instance as `daemonUID`, or `user`'s own instance (HOME their home). `wrapper`: a command
+    /// that execs the rest (socket activation); it runs as root, the daemon never does.
+    func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [],
+                     user: User? = nil) throws {
+        let owner = user ?? daemonUser
+        try lab.run("chown -R \(owner.uid):\(owner.gid) \(stateDirectory) \(cacheDirectory) \(lab.directory)/run")
+        let identity = Self.asUser(owner.name)
+        var args = ["netns", "exec", lab.host] + wrapper + identity + [NetLab.binary("reachd-transfers")] + (user == nil ? ["--system"] : [])
+            + ["--socket", socketPath, "--state-dir", stateDirectory, "--cache-dir", cacheDirectory,
+               "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
             + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
         if let config {
             let path = lab.directory + "/transfers.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
+            chmod(path, 0o644)
             args += ["--config", path]
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = args
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        var variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        variables["HOME"] = owner.home
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME"] { variables[name] = nil }
+        process.environment = variables
         if !FileManager.default.fileExists(atPath: daemonLog) { _ = FileManager.default.createFile(atPath: daemonLog, contents: nil) }
         let logFile = FileHandle(forWritingAtPath: daemonLog)
         logFile?.seekToEndOfFile()
@@ -219,13 +268,14 @@ final class TransferLab {
 
     func client() throws -> TransferClient { try TransferClient(path: socketPath) }
 
-    /// `reachctl download ARGS` against the lab's service, optionally as another user.
-    func download(_ arguments: [String], user: String? = nil) throws -> (status: Int32, out: String, err: String) {
+    /// `reachctl download ARGS` against the lab's service, optionally as another user (with their own groups, or `groups`).
+    func download(_ arguments: [String], user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         let reachctl = [NetLab.binary("reachctl"), "download"] + arguments + ["--transfers-socket", socketPath]
         if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", user, "--"] + reachctl
+            let command = Self.asUser(user, groups: groups) + reachctl
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
         } else {
             process.executableURL = URL(fileURLWithPath: reachctl[0])
             process.arguments = Array(reachctl.dropFirst())
@@ -240,9 +290,9 @@ final class TransferLab {
     }
 
     /// `reachctl fetch URL` through the offline cache: exit status, the body's SHA-256 (of stdout), stderr.
-    func fetch(_ url: String, user: String? = nil) throws -> (status: Int32, sum: String, err: String) {
+    func fetch(_ url: String, user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, sum: String, err: String) {
         let reachctl = "\(NetLab.binary("reachctl")) fetch '\(url)' --transfers-socket \(socketPath)"
-        let command = (user.map { "runuser -u \($0) -- " } ?? "") + reachctl
+        let command = (user.map { Self.asUser($0, groups: groups).joined(separator: " ") + " " } ?? "") + reachctl
         let out = lab.directory + "/fetch.out", err = lab.directory + "/fetch.err"
         let status = try lab.run("\(command) > \(out) 2> \(err); echo $?").trimmingCharacters(in: .whitespacesAndNewlines)
         return (Int32(status) ?? -1, try sha256(out), (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
@@ -251,9 +301,10 @@ final class TransferLab {
     /// Adds an upload with `reachctl upload add`, optionally as another user; returns its id.
     func upload(_ file: String, to url: String, _ extra: [String] = [], user: String? = nil) throws -> String {
         let process = Process()
-        let arguments = [NetLab.binary("reachctl"), "upload", "add", file, "--to", url] + extra + ["--transfers-socket", socketPath]
-        process.executableURL = URL(fileURLWithPath: user == nil ? arguments[0] : "/usr/sbin/runuser")
-        process.arguments = user == nil ? Array(arguments.dropFirst()) : ["-u", user!, "--"] + arguments
+        let arguments = (user.map { Self.asUser($0) } ?? []) + [NetLab.binary("reachctl"), "upload", "add", file, "--to", url] + extra
+            + ["--transfers-socket", socketPath]
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

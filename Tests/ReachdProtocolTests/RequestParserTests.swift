@@ -86,19 +86,21 @@ final class RequestParserTests: XCTestCase {
         XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: ["REACHD_SOCKET": "/y"], exists: { _ in true }), "/y")
         XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: [:], exists: { _ in true }), "/run/reachd/reachd.sock")
         XCTAssertEqual(SocketPath.clientPath(explicit: nil, uid: 1000, environment: ["XDG_RUNTIME_DIR": "/r"], exists: { _ in false }), "/r/reachd.sock")
-        XCTAssertEqual(TransferSocketPath.defaultPath(uid: 0, environment: [:]), "/run/reachd/transfers.sock")
-        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, uid: 1000, environment: ["REACHD_TRANSFERS_SOCKET": "/t", "REACHD_SOCKET": "/y"],
-                                                     exists: { _ in true }), "/t")
-        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, uid: 1000, environment: ["XDG_RUNTIME_DIR": "/r/"], exists: { _ in false }),
-                       "/r/reachd-transfers.sock")
-        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 0, environment: [:]), "/var/lib/reachd-transfers")
-        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 0, environment: ["STATE_DIRECTORY": "/var/lib/x:/var/lib/y"]), "/var/lib/x")
-        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["CACHE_DIRECTORY": "/var/cache/x", "HOME": "/home/u"]),
+        XCTAssertEqual(TransferSocketPath.defaultPath(system: true, environment: ["XDG_RUNTIME_DIR": "/r"]), "/run/reachd/transfers.sock")
+        XCTAssertNil(TransferSocketPath.defaultPath(system: false, environment: [:]))
+        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, system: true, environment: ["REACHD_TRANSFERS_SOCKET": "/t", "REACHD_SOCKET": "/y"]), "/t")
+        XCTAssertEqual(TransferSocketPath.clientPath(explicit: "/x", system: false, environment: ["REACHD_TRANSFERS_SOCKET": "/t"]), "/x")
+        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, system: false, environment: ["XDG_RUNTIME_DIR": "/r/"]), "/r/reachd-transfers.sock",
+                       "a user's own instance, even where the system instance's socket exists")
+        XCTAssertEqual(TransferSocketPath.clientPath(explicit: nil, system: true, environment: ["XDG_RUNTIME_DIR": "/r/"]), "/run/reachd/transfers.sock")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(system: true, environment: ["HOME": "/home/u"]), "/var/lib/reachd-transfers")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(system: true, environment: ["STATE_DIRECTORY": "/var/lib/x:/var/lib/y"]), "/var/lib/x")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(system: false, environment: ["CACHE_DIRECTORY": "/var/cache/x", "HOME": "/home/u"]),
                        "/var/cache/x")
-        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 0, environment: ["CACHE_DIRECTORY": "relative"]), "/var/cache/reachd-transfers")
-        XCTAssertEqual(TransferSocketPath.stateDirectory(uid: 1000, environment: ["HOME": "/home/u"]), "/home/u/.local/state/reachd")
-        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["XDG_CACHE_HOME": "/c", "HOME": "/home/u"]), "/c/reachd")
-        XCTAssertEqual(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["HOME": "/home/u"]), "/home/u/.cache/reachd")
-        XCTAssertNil(TransferSocketPath.cacheDirectory(uid: 1000, environment: ["XDG_CACHE_HOME": "relative"]))
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(system: true, environment: ["CACHE_DIRECTORY": "relative"]), "/var/cache/reachd-transfers")
+        XCTAssertEqual(TransferSocketPath.stateDirectory(system: false, environment: ["HOME": "/home/u"]), "/home/u/.local/state/reachd")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(system: false, environment: ["XDG_CACHE_HOME": "/c", "HOME": "/home/u"]), "/c/reachd")
+        XCTAssertEqual(TransferSocketPath.cacheDirectory(system: false, environment: ["HOME": "/home/u"]), "/home/u/.cache/reachd")
+        XCTAssertNil(TransferSocketPath.cacheDirectory(system: false, environment: ["XDG_CACHE_HOME": "relative"]))
     }
 }
