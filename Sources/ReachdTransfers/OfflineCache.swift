@@ -21,7 +21,7 @@ actor OfflineCache {
     private let store: JobStore
     private let files: UserFiles
     private let fetcher: Fetcher
-    private let hosts: HostMonitor
+    private let hosts: any HostVerdicts
     private let credentials: CredentialSource
     private let directory: String
     /// Whether clients other than the daemon's own user read the bodies (the system instance).
@@ -32,7 +32,7 @@ actor OfflineCache {
     private let logger: Logger
     private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
 
-    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, credentials: CredentialSource,
+    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, credentials: CredentialSource,
          directory: String, shared: Bool, capacity: Int64, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
         self.metrics = metrics
         self.shared = shared

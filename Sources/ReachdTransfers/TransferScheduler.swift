@@ -42,7 +42,7 @@ actor TransferScheduler: FetchObserver {
     private let store: JobStore
     private let files: UserFiles
     private let fetcher: Fetcher
-    private let hosts: HostMonitor
+    private let hosts: any HostVerdicts
     private let settings: Settings
     private let metrics: TransferMetrics?
     private let logger: Logger
@@ -62,7 +62,7 @@ actor TransferScheduler: FetchObserver {
     private var nextSequence: Int64 = 1
     private var retryTimer: Task<Void, Never>?
 
-    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: HostMonitor, settings: Settings, metrics: TransferMetrics? = nil,
+    init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, settings: Settings, metrics: TransferMetrics? = nil,
          logger: Logger) {
         self.metrics = metrics
         self.store = store

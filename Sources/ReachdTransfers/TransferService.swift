@@ -25,11 +25,23 @@ public struct TransferServiceOptions: Sendable {
     public var networkManager: BusService.Bus
     /// Who may use this instance.
     public var access: InstanceAccess
+    /// Where per-host verdicts come from.
+    public var verdicts: VerdictSource
+
+    public enum VerdictSource: Sendable, Equatable {
+        /// reachd's socket if it answers at start, else a netlink watcher of the service's own.
+        case automatic(reachdSocket: String)
+        /// reachd's socket; while it does not answer, jobs wait (their reason says so).
+        case reachd(socket: String)
+        /// A netlink watcher of the service's own (reachd's code, in this process).
+        case netlink
+    }
 
     public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration, access: InstanceAccess,
-                watcher: NetlinkWatcher.Options = .init(),
+                verdicts: VerdictSource, watcher: NetlinkWatcher.Options = .init(),
                 bus: BusService.Bus = .system, networkManager: BusService.Bus = .system) {
         self.access = access
+        self.verdicts = verdicts
         self.bus = bus
         self.networkManager = networkManager
         self.socketPath = socketPath
@@ -40,8 +52,8 @@ public struct TransferServiceOptions: Sendable {
     }
 }
 
-/// The transfer service: its own view of the network (the netlink watcher and per-host verdicts reachd
-/// uses, from the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
+/// The transfer service: per-host verdicts (from reachd, or from the netlink watcher and judge reachd uses,
+/// with the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
 public enum TransferService {
     public static func run(options: TransferServiceOptions, logger: Logger) async throws {
         try makeDirectory(options.stateDirectory, mode: 0o700)
@@ -50,10 +62,7 @@ public enum TransferService {
         // The system instance uses only the configured netrc; a user's own instance also that user's ~/.netrc.
         let netrc = options.access.isSystem ? options.configuration.netrcPath : options.configuration.netrcPath ?? CredentialSource.ownNetrc
         let fetcher = Fetcher(caFile: options.configuration.caFile, readTimeout: options.configuration.readTimeoutSeconds, logger: logger)
-        let network = try NetworkView(
-            configuration: options.configuration, watcher: options.watcher, networkManager: options.networkManager, logger: logger
-        )
-        let hosts = network.hosts
+        let (hosts, network, reachd) = try await verdicts(options, logger: logger)
         var settings = TransferScheduler.Settings()
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
@@ -65,7 +74,7 @@ public enum TransferService {
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, metrics: metrics,
                                           logger: logger)
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
-        try network.start()
+        try network?.start()
         try await scheduler.load()
         let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
@@ -86,7 +95,8 @@ public enum TransferService {
             } catch {
                 await server.shutdown()
                 await scheduler.stopAll()
-                await network.stop()
+                await reachd?.stop()
+                await network?.stop()
                 throw error
             }
         }
@@ -105,10 +115,41 @@ public enum TransferService {
         await bus?.stop()
         await server.shutdown()
         await scheduler.stopAll()
-        await network.stop()
+        await reachd?.stop()
+        await network?.stop()
         await fetcher.shutdown()
         await files.shutdown()
         logger.info("stopped")
+    }
+
+    /// Where per-host verdicts come from (`TransferServiceOptions.verdicts`): reachd's socket, or a netlink watcher of
+    /// the service's own (not started yet).
+    private static func verdicts(_ options: TransferServiceOptions, logger: Logger) async throws
+        -> (any HostVerdicts, NetworkView?, ReachdVerdicts?) {
+        func ownWatcher() throws -> NetworkView {
+            try NetworkView(configuration: options.configuration, watcher: options.watcher, networkManager: options.networkManager, logger: logger)
+        }
+        let path: String
+        switch options.verdicts {
+        case .netlink:
+            let network = try ownWatcher()
+            return (network.hosts, network, nil)
+        case .reachd(let socket), .automatic(let socket):
+            path = socket
+        }
+        let client = ReachdVerdicts(path: path, logger: logger)
+        do {
+            try await client.start()
+        } catch {
+            if case .automatic = options.verdicts {
+                logger.notice("reachd does not answer at \(path) (\(error)): routes are judged in-process, by a netlink watcher of this service's own")
+                let network = try ownWatcher()
+                return (network.hosts, network, nil)
+            }
+            logger.warning("reachd does not answer at \(path) (\(error)): jobs wait until it does")
+            client.keepTrying()
+        }
+        return (client, nil, client)
     }
 
     /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.

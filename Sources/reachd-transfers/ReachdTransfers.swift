@@ -51,7 +51,13 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Configuration file (TOML), the same as reachd's; [downloads] sets the metered threshold and concurrency.")
     var config: String?
 
-    @Option(help: "Where sysfs is mounted, for interface classification.")
+    @Option(help: "Where per-host verdicts come from: reachd (its socket; jobs wait while it does not answer), netlink (a watcher of this process's own), or auto (reachd if it answers at start, else netlink).")
+    var verdicts: String = "auto"
+
+    @Option(help: "reachd's socket. Default: $REACHD_SOCKET, else /run/reachd/reachd.sock if present, else $XDG_RUNTIME_DIR/reachd.sock.")
+    var reachdSocket: String?
+
+    @Option(help: "Where sysfs is mounted, for interface classification (netlink verdicts).")
     var sysfsRoot: String = "/sys"
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -65,6 +71,7 @@ struct TransfersCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
+        guard ["auto", "reachd", "netlink"].contains(verdicts) else { throw ValidationError("--verdicts must be auto, reachd or netlink") }
         guard bus.map({ BusService.Bus(rawValue: $0) != nil }) ?? true else { throw ValidationError("--bus must be system, session or none") }
         guard BusService.Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
@@ -91,7 +98,7 @@ struct TransfersCommand: AsyncParsableCommand {
             access = .user(uid: geteuid())
         }
         var environment: [String: String] = [:]
-        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "HOME", "STATE_DIRECTORY", "CACHE_DIRECTORY"] {
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "HOME", "STATE_DIRECTORY", "CACHE_DIRECTORY", "REACHD_SOCKET"] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         // nil for a system user without XDG_RUNTIME_DIR: then only a socket systemd passes will do.
@@ -103,11 +110,22 @@ struct TransfersCommand: AsyncParsableCommand {
             throw ValidationError("no cache directory: pass --cache-dir PATH (absolute) or set XDG_CACHE_HOME")
         }
         guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
+        let reachd = SocketPath.clientPath(explicit: reachdSocket, uid: getuid(), environment: environment) { Glibc.access($0, F_OK) == 0 }
+        let source: TransferServiceOptions.VerdictSource
+        if verdicts == "netlink" {
+            source = .netlink
+        } else if let reachd {
+            source = verdicts == "reachd" ? .reachd(socket: reachd) : .automatic(reachdSocket: reachd)
+        } else if verdicts == "auto" {
+            source = .netlink
+        } else {
+            throw ValidationError("no reachd socket: pass --reachd-socket PATH, or set REACHD_SOCKET or XDG_RUNTIME_DIR")
+        }
         do {
             try await TransferService.run(
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration, access: access,
-                    watcher: .init(sysfsRoot: sysfsRoot), bus: bus.flatMap(BusService.Bus.init(rawValue:)) ?? (system ? .system : .session),
+                    verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus.flatMap(BusService.Bus.init(rawValue:)) ?? (system ? .system : .session),
                     networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
                 ),
                 logger: logger

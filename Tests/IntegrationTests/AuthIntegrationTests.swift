@@ -194,8 +194,7 @@ final class AuthIntegrationTests: XCTestCase {
         var info = stat()
         XCTAssertEqual(stat(user.home + "/own.bin", &info), 0)
         XCTAssertEqual(info.st_uid, user.uid, "written by the user's own process")
-        XCTAssertEqual(try lab.lab.run("ps -o user= -p $(pgrep -f 'reachd-transfers --socket \(lab.socketPath)' | head -n 1)")
-            .trimmingCharacters(in: .whitespacesAndNewlines), user.name)
+        XCTAssertEqual(try lab.lab.run("ps -o user= -p \(try XCTUnwrap(lab.daemonPID))").trimmingCharacters(in: .whitespacesAndNewlines), user.name)
 
         // Nobody else is served by it, root included.
         for other in [nil, "nobody"] as [String?] {

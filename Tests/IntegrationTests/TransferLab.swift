@@ -210,8 +210,8 @@ final class TransferLab {
          groups.map { "--groups=" + $0.map(String.init).joined(separator: ",") } ?? "--init-groups"]
     }
 
-    /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus) and waits until it
-    /// answers: the system instance as `daemonUID`, or `user`'s own instance (HOME their home). `wrapper`: a command
+    /// Starts reachd-transfers in the host namespace (without D-Bus unless `arguments` name a bus; with a netlink
+    /// watcher of its own unless they name `--verdicts`, never the machine's reachd) and waits until it answers: the system instance as `daemonUID`, or `user`'s own instance (HOME their home). `wrapper`: a command
     /// that execs the rest (socket activation); it runs as root, the daemon never does.
     func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [],
                      user: User? = nil) throws {
@@ -221,7 +221,8 @@ final class TransferLab {
         var args = ["netns", "exec", lab.host] + wrapper + identity + [NetLab.binary("reachd-transfers")] + (user == nil ? ["--system"] : [])
             + ["--socket", socketPath, "--state-dir", stateDirectory, "--cache-dir", cacheDirectory,
                "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
-            + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
+            + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"])
+            + (arguments.contains("--verdicts") ? [] : ["--verdicts", "netlink"]) + arguments
         if let config {
             let path = lab.directory + "/transfers.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
@@ -259,6 +260,9 @@ final class TransferLab {
     }
 
     var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }
+
+    /// The running daemon's pid (`ip netns exec` and setpriv exec it, so it is the process the lab started).
+    var daemonPID: Int32? { daemon.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
 
     /// Waits until reachd-transfers has taken in a network change: its latest logged internet verdict is `status`.
     func waitForLoggedVerdict(_ status: String, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) throws {
