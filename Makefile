@@ -61,10 +61,22 @@ $(GIO_MODULE): $(wildcard gio/*.c gio/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(GIO_CFLAGS) $(GIO_LDFLAGS) -o $@ gio/*.c $$(pkg-config --cflags --libs gio-2.0)
 
-# reachd in the foreground, reachd-transfers (downloads) beside it for as long as reachd runs.
+# reachd in the foreground, reachd-transfers (downloads) beside it for as long as reachd runs, with per-host
+# verdicts from that reachd (its jobs wait until reachd answers). reachd-transfers never runs as root: as root,
+# this starts the system instance as the reachd-transfers system user (created by systemd-sysusers, as the
+# package does) on /run/reachd/transfers.sock, opened for it by systemd-socket-activate (mode 0644: root's
+# alone, where the installed reachd-transfers.socket is 0666 for the group's members too); as another user,
+# that user's own instance.
 run: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path) && \
-	{ $$bin/reachd-transfers $(TRANSFERS_ARGS) & transfers=$$!; trap 'kill $$transfers 2>/dev/null' EXIT INT TERM; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  systemd-sysusers $(CURDIR)/systemd/reachd.sysusers && \
+	  install -d -o reachd-transfers -g reachd-transfers -m 0700 /var/lib/reachd-transfers && \
+	  install -d -o reachd-transfers -g reachd-transfers -m 0711 /var/cache/reachd-transfers && \
+	  install -d -m 0755 /run/reachd && \
+	  transfers="systemd-socket-activate -l /run/reachd/transfers.sock setpriv --reuid=reachd-transfers --regid=reachd-transfers --init-groups --inh-caps=-all --bounding-set=-all /bin/sh -c 'umask 022; exec \"\$$0\" \"\$$@\"' $$bin/reachd-transfers --system --verdicts reachd --reachd-socket /run/reachd/reachd.sock"; \
+	else transfers="$$bin/reachd-transfers --verdicts reachd"; fi && \
+	{ (eval "exec $$transfers $(TRANSFERS_ARGS)") & transfers_pid=$$!; trap 'kill $$transfers_pid 2>/dev/null' EXIT INT TERM; \
 	  $$bin/reachd $(ARGS); }
 
 test: deps gio-module

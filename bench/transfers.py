@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Driver of bench/transfers (which sets up the namespaces, nginx and reachd-testserver): prints the figures."""
-import argparse, json, os, signal, socket, statistics, subprocess, threading, time
+import argparse, json, os, shutil, signal, socket, statistics, subprocess, threading, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--bin", required=True)
@@ -16,7 +16,7 @@ parser.add_argument("--metrics", action="store_true", help="serve metrics on a s
 args = parser.parse_args()
 work, ns = args.work, args.host_ns
 size = args.size_mib << 20
-sock_path = f"{work}/transfers.sock"
+sock_path = f"{work}/run/transfers.sock"
 www_file = f"{work}/www/big.bin"
 nginx_url = "http://mirror.test:8080/big.bin"
 
@@ -63,16 +63,21 @@ class Client:
 
 
 class Daemon:
-    def __init__(self):
+    """reachd-transfers, the system instance as its system user; per-host verdicts from its own netlink watcher
+    unless `verdicts` says otherwise (never the machine's reachd, which sees another namespace)."""
+
+    def __init__(self, verdicts=("--verdicts", "netlink")):
         with open(f"{work}/transfers.toml", "w") as config:
             # The refresh figure holds 1,000 jobs besides the earlier ones: past the default limit of 1,000 per user.
             config.write("[downloads]\nmetered_threshold = 10485760\nmax_jobs_per_user = 100000\nmax_jobs = 100000\n")
             if args.metrics:
-                config.write(f"[metrics]\ntransfers_listen = \"{work}/metrics.sock\"\n")
+                config.write(f"[metrics]\ntransfers_listen = \"{work}/run/metrics.sock\"\n")
         self.log = open(f"{work}/transfers.log", "a")
         self.process = subprocess.Popen(
-            ["ip", "netns", "exec", ns, f"{args.bin}/reachd-transfers", "--socket", sock_path, "--state-dir", f"{work}/state", "--cache-dir", f"{work}/cache",
-             "--config", f"{work}/transfers.toml", "--log-level", "warning", "--bus", "none", "--networkmanager", "none"], stderr=self.log, stdout=subprocess.DEVNULL)
+            ["ip", "netns", "exec", ns, "setpriv", "--reuid=reachd-transfers", "--regid=reachd-transfers", "--init-groups",
+             f"{args.bin}/reachd-transfers", "--system", "--socket", sock_path, "--state-dir", f"{work}/state", "--cache-dir", f"{work}/cache",
+             "--config", f"{work}/transfers.toml", "--log-level", "warning", "--bus", "none", "--networkmanager", "none", *verdicts],
+            stderr=self.log, stdout=subprocess.DEVNULL)
         for _ in range(500):
             try:
                 Client().call({"op": "ping"})
@@ -231,35 +236,51 @@ print(f"kill -9 with {on_disk / 2**20:.1f} MiB on disk: {received / 2**20:.2f} M
 os.unlink(output)
 
 # 3. Pause latency: a paced transfer (reachd-testserver, 20 MB/s) over eth0; eth0 goes down, the route is wwan0 (metered).
-url = "http://mirror.test:8081/big.bin?rate=20000000"
-output = f"{work}/out/paced.bin"
-job = add(url, output)
-partial = f"{work}/out/.paced.bin.{job}.part"
-events, last_bytes = [], []
-for attempt in range(args.pauses):
-    wait(job, lambda j: j["state"] == "running" and j["bytesReceived"] > 0)
-    time.sleep(0.5)
-    client = Client()
-    client.call({"op": "watch", "job": job})
-    t0 = time.monotonic()
-    sh("ip", "-n", ns, "link", "set", "eth0", "down")
-    while client.event(10)["state"] != "deferred":
-        pass
-    events.append((time.monotonic() - t0) * 1000)
-    # When did the partial file last grow?
-    last_size, last_change = os.path.getsize(partial), t0
-    while time.monotonic() - last_change < 0.3:
-        current = os.path.getsize(partial)
-        if current != last_size:
-            last_size, last_change = current, time.monotonic()
-        time.sleep(0.001)
-    last_bytes.append(max(0.0, (last_change - t0) * 1000))
-    sh("ip", "-n", ns, "link", "set", "eth0", "up")
-    sh("ip", "-n", ns, "route", "replace", "default", "via", "192.0.2.1", "dev", "eth0", "metric", "100")
-Client().call({"op": "cancel", "job": job})
-if events:
-    print(f"pause latency over {args.pauses} switches (eth0 down -> job deferred): median {median(events):.1f} ms, max {max(events):.1f} ms; "
-          f"last byte written to the partial file after the switch: median {median(last_bytes):.1f} ms, max {max(last_bytes):.1f} ms (target 100 ms)")
+# Measured with the daemon's own netlink watcher, then with verdicts from reachd (a client of its socket).
+def pause_latency(label):
+    url = "http://mirror.test:8081/big.bin?rate=20000000"
+    output = f"{work}/out/paced.bin"
+    job = add(url, output)
+    partial = f"{work}/out/.paced.bin.{job}.part"
+    events, last_bytes = [], []
+    for attempt in range(args.pauses):
+        wait(job, lambda j: j["state"] == "running" and j["bytesReceived"] > 0)
+        time.sleep(0.5)
+        client = Client()
+        client.call({"op": "watch", "job": job})
+        t0 = time.monotonic()
+        sh("ip", "-n", ns, "link", "set", "eth0", "down")
+        while client.event(10)["state"] != "deferred":
+            pass
+        events.append((time.monotonic() - t0) * 1000)
+        # When did the partial file last grow?
+        last_size, last_change = os.path.getsize(partial), t0
+        while time.monotonic() - last_change < 0.3:
+            current = os.path.getsize(partial)
+            if current != last_size:
+                last_size, last_change = current, time.monotonic()
+            time.sleep(0.001)
+        last_bytes.append(max(0.0, (last_change - t0) * 1000))
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        sh("ip", "-n", ns, "route", "replace", "default", "via", "192.0.2.1", "dev", "eth0", "metric", "100")
+    Client().call({"op": "cancel", "job": job})
+    if events:
+        print(f"pause latency, {label}, over {args.pauses} switches (eth0 down -> job deferred): median {median(events):.1f} ms, "
+              f"max {max(events):.1f} ms; last byte written to the partial file after the switch: median {median(last_bytes):.1f} ms, "
+              f"max {max(last_bytes):.1f} ms (target 100 ms)")
+
+
+pause_latency("own netlink watcher")
+daemon.kill(signal.SIGTERM)
+reachd_socket = f"{work}/run/reachd.sock"
+reachd = subprocess.Popen(["ip", "netns", "exec", ns, f"{args.bin}/reachd", "--socket", reachd_socket, "--bus", "none",
+                           "--networkmanager", "none", "--log-level", "warning"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+while not os.path.exists(reachd_socket):
+    time.sleep(0.02)
+daemon = Daemon(("--verdicts", "reachd", "--reachd-socket", reachd_socket))
+pause_latency("verdicts from reachd")
+reachd.send_signal(signal.SIGTERM)
+reachd.wait()
 daemon.kill(signal.SIGTERM)
 
 # 4. Refresh checks: N jobs whose files are in place, all checked at once against nginx (304 each).
@@ -267,6 +288,7 @@ if args.refresh_jobs > 0:
     daemon = Daemon()
     os.makedirs(f"{work}/www/r", exist_ok=True)
     os.makedirs(f"{work}/out/r", exist_ok=True)
+    shutil.chown(f"{work}/out/r", "reachd-transfers", "reachd-transfers")
     ids = []
     for n in range(args.refresh_jobs):
         with open(f"{work}/www/r/{n}.txt", "w") as small:
@@ -308,7 +330,7 @@ if args.refresh_jobs > 0:
         for _ in range(50):
             begin = time.monotonic()
             with socket.socket(socket.AF_UNIX) as metrics:
-                metrics.connect(f"{work}/metrics.sock")
+                metrics.connect(f"{work}/run/metrics.sock")
                 metrics.sendall(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
                 body = b""
                 while chunk := metrics.recv(65536):
