@@ -1,6 +1,7 @@
 #include "reachd_bus.h"
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct reachd_bus_object {
     reachd_bus_callbacks callbacks;
@@ -91,4 +92,39 @@ int reachd_transfers_bus_add_object(sd_bus *bus, const char *path, const char *i
     }
     sd_bus_slot_set_destroy_callback(*slot, free_object);
     return r;
+}
+
+int reachd_bus_sender_groups(sd_bus_message *call, gid_t *groups, size_t max, size_t *count) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    sd_bus_message *reply = NULL;
+    const char *sender = sd_bus_message_get_sender(call);
+    *count = 0;
+    if (!sender) return -ENODATA;
+    int r = sd_bus_call_method(sd_bus_message_get_bus(call), "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "GetConnectionCredentials", &error, &reply, "s", sender);
+    sd_bus_error_free(&error);
+    if (r < 0) return r;
+    int found = 0;
+    r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+    while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+        const char *key = NULL;
+        if ((r = sd_bus_message_read_basic(reply, 's', &key)) < 0) break;
+        if (strcmp(key, "UnixGroupIDs") == 0) {
+            if ((r = sd_bus_message_enter_container(reply, 'v', "au")) < 0) break;
+            if ((r = sd_bus_message_enter_container(reply, 'a', "u")) < 0) break;
+            uint32_t gid;
+            while ((r = sd_bus_message_read_basic(reply, 'u', &gid)) > 0) {
+                if (*count < max) groups[(*count)++] = gid; else { r = -E2BIG; break; }
+            }
+            if (r < 0) break;
+            if ((r = sd_bus_message_exit_container(reply)) < 0 || (r = sd_bus_message_exit_container(reply)) < 0) break;
+            found = 1;
+        } else if ((r = sd_bus_message_skip(reply, "v")) < 0) {
+            break;
+        }
+        if ((r = sd_bus_message_exit_container(reply)) < 0) break;
+    }
+    sd_bus_message_unref(reply);
+    if (r < 0) { *count = 0; return r; }
+    return found ? 0 : -ENODATA;
 }

@@ -201,7 +201,8 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         }
         for continuation in waiting { continuation.resume(returning: nil) }
         guard !stopped else { return }
-        logger.warning("reachd at \(path) went away: jobs wait until it is back")
+        // A notice, not a warning: under socket activation reachd stops and starts as a matter of course.
+        logger.notice("reachd at \(path) went away: jobs wait until it is back")
         if !watched.isEmpty { observer?(watched) }
         scheduleReconnect()
     }

@@ -163,22 +163,22 @@ final class TransferBusService: @unchecked Sendable {
 
     /// The caller's uid, gid and supplementary groups as the bus daemon took them from the kernel when the
     /// caller connected (SO_PEERCRED, SO_PEERGROUPS), never augmented from /proc (a pid read there may belong to
-    /// another process by then). A bus that does not record groups (dbus-daemon before 1.15.2) gives none: then
-    /// only the caller's uid and primary group count, and group members use the socket.
+    /// another process by then). The groups come from the bus daemon's GetConnectionCredentials, which
+    /// dbus-daemon fills from SO_PEERGROUPS and sd-bus (252) does not ask for; a bus that records none gives
+    /// none, and then only the caller's uid and primary group count.
     private static func caller(of call: OpaquePointer) -> Owner? {
         var creds: OpaquePointer?
         let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EGID) | UInt64(SD_BUS_CREDS_GID)
-            | UInt64(SD_BUS_CREDS_SUPPLEMENTARY_GIDS)
         guard sd_bus_query_sender_creds(call, mask, &creds) >= 0, let creds else { return nil }
         defer { sd_bus_creds_unref(creds) }
         var uid: uid_t = 0, gid: gid_t = 0
         guard sd_bus_creds_get_euid(creds, &uid) >= 0 || sd_bus_creds_get_uid(creds, &uid) >= 0 else { return nil }
         // No group on record is no group: the uid's own number never stands in for it.
         if sd_bus_creds_get_egid(creds, &gid) < 0 && sd_bus_creds_get_gid(creds, &gid) < 0 { gid = gid_t.max }
-        var list: UnsafePointer<gid_t>?
-        let count = sd_bus_creds_get_supplementary_gids(creds, &list)
-        let groups = count > 0 && list != nil ? Array(UnsafeBufferPointer(start: list, count: Int(count))) : []
-        return Owner(uid: uid, gid: gid, groups: groups)
+        var groups = [gid_t](repeating: 0, count: 1024)
+        var count = 0
+        if reachd_bus_sender_groups(call, &groups, groups.count, &count) < 0 { count = 0 }
+        return Owner(uid: uid, gid: gid, groups: Array(groups.prefix(count)))
     }
 
     private static func errorName(_ code: ProtocolError.Code) -> String {

@@ -161,7 +161,9 @@ actor TransferScheduler: FetchObserver {
     /// A file operation's failure as the client sees it: permissions, or a path that cannot be used.
     private static func refusal(_ error: any Error) -> ProtocolError {
         guard let error = error as? FileError else { return ProtocolError(.internalError, "\(error)") }
-        return ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)")
+        // A read-only file system is what the system instance's sandbox shows outside what it was granted.
+        let hint = error.errno == EROFS ? " (reachd-transfers writes only where it is granted: see \"The system instance\" in docs/transfers.md)" : ""
+        return ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)\(hint)")
     }
 
     /// A new job's id and its place in the queue.

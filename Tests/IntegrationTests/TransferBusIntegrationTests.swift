@@ -25,9 +25,9 @@ final class TransferBusIntegrationTests: XCTestCase {
     }
 
     /// `busctl call` on the private bus, optionally as another user; throws with busctl's message on failure.
-    private func call(_ method: String, _ arguments: String = "", user: String? = nil) throws -> String {
+    private func call(_ method: String, _ arguments: String = "", user: String? = nil, groups: [UInt32]? = nil) throws -> String {
         let busctl = "busctl --address=\(bus!.address) call \(Self.object) \(method) \(arguments)"
-        return try lab.lab.run(user.map { TransferLab.asUser($0).joined(separator: " ") + " " + busctl } ?? busctl)
+        return try lab.lab.run(user.map { TransferLab.asUser($0, groups: groups).joined(separator: " ") + " " + busctl } ?? busctl)
     }
 
     private func id(in reply: String) throws -> String {
@@ -82,6 +82,10 @@ final class TransferBusIntegrationTests: XCTestCase {
         let added = try call("Add", "'ssa{sv}' \(lab.url("u.bin")) \(lab.out)/y 1 AllowMetered b true")
         XCTAssertTrue(added.contains(#""Uid" u 0"#), added)
         try lab.waitFor(try id(in: added), "completed") { $0.state == .completed }
+        // A member of the instance's group is let through by the bus policy and served as themselves.
+        let member = try lab.makeUser("m")
+        try lab.lab.run("usermod -aG \(lab.daemonUser.name) \(member.name)")
+        XCTAssertEqual(try call("List", user: member.name), "aa{sv} 0\n")
         // Anyone else: the bus policy lets only root and the group reachd-transfers call.
         XCTAssertThrowsError(try call("List", user: "nobody")) { XCTAssertTrue("\($0)".contains("denied"), "\($0)") }
     }

@@ -32,4 +32,10 @@ typedef struct {
 int reachd_transfers_bus_add_object(sd_bus *bus, const char *path, const char *interface,
                                     const reachd_transfers_bus_callbacks *callbacks, void *context, sd_bus_slot **slot);
 
+/// The supplementary groups the bus daemon recorded for the sender of `call` when it connected
+/// (org.freedesktop.DBus.GetConnectionCredentials, "UnixGroupIDs"; dbus-daemon takes them from SO_PEERGROUPS):
+/// at most `max` into `groups`, their number into `*count`. 0, or a negative errno (-ENODATA: the bus
+/// recorded none; -E2BIG: more than `max`, none given).
+int reachd_bus_sender_groups(sd_bus_message *call, gid_t *groups, size_t max, size_t *count);
+
 #endif
