@@ -42,7 +42,6 @@ final class TransferServer: Sendable {
         try? await channel.close()
         endpoint.removeFile(logger: logger)
     }
-
 }
 
 /// `struct ucred` of SO_PEERCRED (Glibc hides it behind _GNU_SOURCE): three 32-bit fields.
