@@ -67,6 +67,19 @@ final class PipelineFloodIntegrationTests: XCTestCase {
         let answer = try lab.client().call(TransferRequest(op: .ping), timeout: 10)
         guard case .pong = answer else { return XCTFail("the daemon does not answer others: \(answer)") }
     }
+
+    func testAClientOfAUsersOwnInstanceThatDoesNotReadIsDisconnected() throws {
+        let lab = try TransferLab()
+        defer { lab.tearDown() }
+        let user = try lab.makeUser("p")
+        try lab.startDaemon(user: user)
+        let flood = TransferLab.asUser(user.name).joined(separator: " ") + " /usr/bin/python3 \(Self.script) \(lab.socketPath) 100000"
+        let ended = try lab.lab.run(flood).trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(ended.hasPrefix("disconnected after "), ended)
+        XCTAssertTrue(lab.log.contains("does not read its replies; closing it"), lab.log.suffix(2000).description)
+        let list = try lab.download(["list"], user: user.name)
+        XCTAssertEqual(list.status, 0, "the user's other clients are served: \(list.err)")
+    }
 }
 
 /// A local user who floods the job table: a per-user limit, finished jobs removed one by one or all at once,
@@ -77,6 +90,19 @@ final class JobLimitIntegrationTests: XCTestCase {
     override func tearDown() {
         lab?.tearDown()
         lab = nil
+    }
+
+    func testAUsersOwnInstanceHasTheLimitToo() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        let user = try lab.makeUser("j")
+        try lab.startDaemon(config: "[downloads]\nmax_jobs_per_user = 1\n", user: user)
+        try lab.serve("f.bin", bytes: 1000)
+        let first = try lab.download(["add", lab.url("f.bin"), "--output", user.home + "/a.bin"], user: user.name)
+        XCTAssertEqual(first.status, 0, first.err)
+        let second = try lab.download(["add", lab.url("f.bin"), "--output", user.home + "/b.bin"], user: user.name)
+        XCTAssertEqual(second.status, 2)
+        XCTAssertTrue(second.err.contains("the most allowed ([downloads] max_jobs_per_user)"), second.err)
     }
 
     func testAFloodHitsTheLimitAndFinishedJobsCanBeRemoved() throws {
