@@ -7,10 +7,10 @@ parser.add_argument("--bin", required=True)
 parser.add_argument("--work", required=True)
 parser.add_argument("--host-ns", required=True)
 parser.add_argument("--size-mib", type=int, default=1024)
-parser.add_argument("--rounds", type=int, default=3)
+parser.add_argument("--rounds", type=int, default=8)
 parser.add_argument("--pauses", type=int, default=5)
 parser.add_argument("--refresh-jobs", type=int, default=1000)
-parser.add_argument("--upload-rounds", type=int, default=3)
+parser.add_argument("--upload-rounds", type=int, default=8)
 parser.add_argument("--fetch-runs", type=int, default=20)
 parser.add_argument("--metrics", action="store_true", help="serve metrics on a socket and time scrapes with the refresh jobs in place")
 args = parser.parse_args()
@@ -160,6 +160,14 @@ def children_cpu():
     return times.children_user + times.children_system
 
 
+# Further peers, each as its own process in the same namespace: wget and aria2c (one connection), when installed.
+peers = {name: command for name, command in {
+    "wget": lambda output: ["wget", "-q", "-O", output, nginx_url],
+    "aria2c": lambda output: ["aria2c", "-q", "-x1", "-s1", "--file-allocation=none", "--allow-overwrite=true",
+                              "--auto-file-renaming=false", "-d", os.path.dirname(output), "-o", os.path.basename(output), nginx_url],
+}.items() if shutil.which(name)}
+peer_rates, peer_cpu = {name: [] for name in peers}, {name: [] for name in peers}
+
 for round_number in range(args.rounds):
     output = f"{work}/out/curl.bin"
     start, cpu_before = time.monotonic(), children_cpu()
@@ -171,6 +179,15 @@ for round_number in range(args.rounds):
     os.unlink(output)
     curl_rates.append(size / curl_time / 1e6)
     curl_sync_rates.append(size / curl_sync_time / 1e6)
+
+    for name, command in peers.items():
+        output = f"{work}/out/{name}.bin"
+        start, cpu_before = time.monotonic(), children_cpu()
+        sh("ip", "netns", "exec", ns, *command(output))
+        peer_rates[name].append(size / (time.monotonic() - start) / 1e6)
+        peer_cpu[name].append((children_cpu() - cpu_before) / gib)
+        assert os.path.getsize(output) == size, name
+        os.unlink(output)
 
     output = f"{work}/out/daemon.bin"
 
@@ -200,6 +217,10 @@ if args.rounds > 0:
     print(f"throughput median: bytes written {median(written_rates):.0f} MB/s = {median(written_rates) / median(curl_rates):.2f} x curl -o; "
           f"completed (fsynced, renamed) {median(daemon_rates):.0f} MB/s = {median(daemon_rates) / median(curl_sync_rates):.2f} x curl -o + fsync "
           f"(target 0.95); daemon RSS peak {max(peaks):.1f} MB (target 40)")
+    for name in peers:
+        print(f"peer {name}: {median(peer_rates[name]):.0f} MB/s (reachd-transfers {median(written_rates) / median(peer_rates[name]):.2f} x), "
+              f"CPU {median(peer_cpu[name]):.2f} s/GiB (reachd-transfers {median(daemon_cpu) / max(median(peer_cpu[name]), 1e-9):.2f} x); "
+              f"spread {min(peer_rates[name]):.0f}-{max(peer_rates[name]):.0f} MB/s")
     print(f"CPU seconds per GiB, median: curl {median(curl_cpu):.2f}, reachd-transfers {median(daemon_cpu):.2f} = "
           f"{median(daemon_cpu) / max(median(curl_cpu), 1e-9):.2f} x curl (spread: curl {min(curl_cpu):.2f}-{max(curl_cpu):.2f}, "
           f"reachd-transfers {min(daemon_cpu):.2f}-{max(daemon_cpu):.2f})")
@@ -342,30 +363,38 @@ if args.refresh_jobs > 0:
               f"max {scrapes[-1] * 1000:.2f} ms; {completed[0] if completed else 'no jobs line'}")
     daemon.kill(signal.SIGTERM)
 
-# 5. Multipart upload of the file, against curl -F in the same run, with the daemon's RSS.
+# 5. Uploads of the file, multipart POST against curl -F and PUT against curl -T, alternating in the same run:
+# throughput, CPU seconds per GiB (curl's; the daemon's), the daemon's RSS.
 if args.upload_rounds > 0:
     daemon = Daemon()
-    curl_rates, daemon_rates, peaks = [], [], []
-    for _ in range(args.upload_rounds):
-        start = time.monotonic()
-        sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", "/dev/null", "-F", f"file=@{www_file}", "http://mirror.test:8082/sink")
-        curl_rates.append(size / (time.monotonic() - start) / 1e6)
-        def send():
-            start = time.monotonic()
-            job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8082/sink", "method": "POST"})["job"]["id"]
-            return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), time.monotonic() - start
+    for method, curl_flags, label in (("POST", ["-F", f"file=@{www_file}"], "curl -F"), ("PUT", ["-T", www_file], "curl -T")):
+        curl_rates, daemon_rates, peaks, curl_cpu, daemon_cpu = [], [], [], [], []
+        for _ in range(args.upload_rounds):
+            start, cpu_before = time.monotonic(), children_cpu()
+            sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", "/dev/null", *curl_flags, "http://mirror.test:8082/sink")
+            curl_rates.append(size / (time.monotonic() - start) / 1e6)
+            curl_cpu.append((children_cpu() - cpu_before) / gib)
 
-        (finished, elapsed), peak_mb = with_peak_rss(daemon, send)
-        assert finished["state"] == "completed" and finished["responseStatus"] == 204, finished
-        with open(f"{work}/uploads.log") as log:
-            last = json.loads(log.read().splitlines()[-1])
-        assert last["completed"] and last["received"] > size, last
-        daemon_rates.append(size / elapsed / 1e6)
-        peaks.append(peak_mb)
-        print(f"upload round: curl -F {curl_rates[-1]:.0f} MB/s, reachd-transfers POST multipart {daemon_rates[-1]:.0f} MB/s "
-              f"(the server read every byte), RSS peak {peaks[-1]:.1f} MB")
-    print(f"upload median: reachd-transfers {statistics.median(daemon_rates):.0f} MB/s = "
-          f"{statistics.median(daemon_rates) / statistics.median(curl_rates):.2f} x curl -F; RSS peak {max(peaks):.1f} MB")
+            def send():
+                start = time.monotonic()
+                job = Client().call({"op": "upload", "file": www_file, "url": "http://mirror.test:8082/sink", "method": method})["job"]["id"]
+                return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), time.monotonic() - start
+
+            cpu_before = daemon.cpu_seconds()
+            (finished, elapsed), peak_mb = with_peak_rss(daemon, send)
+            daemon_cpu.append((daemon.cpu_seconds() - cpu_before) / gib)
+            assert finished["state"] == "completed" and finished["responseStatus"] == 204, finished
+            with open(f"{work}/uploads.log") as log:
+                last = json.loads(log.read().splitlines()[-1])
+            assert last["completed"] and last["received"] >= size, last
+            daemon_rates.append(size / elapsed / 1e6)
+            peaks.append(peak_mb)
+            print(f"upload round: {label} {curl_rates[-1]:.0f} MB/s, reachd-transfers {method} {daemon_rates[-1]:.0f} MB/s "
+                  f"(the server read every byte), RSS peak {peaks[-1]:.1f} MB; CPU s/GiB curl {curl_cpu[-1]:.2f}, reachd-transfers {daemon_cpu[-1]:.2f}")
+        print(f"upload {method} median: reachd-transfers {median(daemon_rates):.0f} MB/s = {median(daemon_rates) / median(curl_rates):.2f} x {label} "
+              f"(spread {min(daemon_rates):.0f}-{max(daemon_rates):.0f} vs {min(curl_rates):.0f}-{max(curl_rates):.0f}); CPU s/GiB "
+              f"{median(daemon_cpu):.2f} = {median(daemon_cpu) / max(median(curl_cpu), 1e-9):.2f} x curl's {median(curl_cpu):.2f}; "
+              f"RSS peak {max(peaks):.1f} MB")
     daemon.kill(signal.SIGTERM)
 
 # 6. reachctl fetch of a 1 MiB body served from the cache (fresh: no request), wall time of the whole command.
