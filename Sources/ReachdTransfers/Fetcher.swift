@@ -51,12 +51,15 @@ final class Fetcher: Sendable {
     private let logger: Logger
     /// Bytes gathered before a write: small, because what is received but not yet written is fetched
     /// again after a crash.
-    static let writeBatchBytes = 128 << 10
+    static let writeBatchBytes = 256 << 10
     /// The socket's receive buffer: bounds the bytes in flight (also lost by a crash) without limiting
     /// speed on fast links (the kernel would otherwise grow it to several MiB).
     static let receiveBufferBytes = 128 << 10
     /// Write-back is started every this many bytes.
     static let writeBackBytes: Int64 = 16 << 20
+    /// Progress goes to the scheduler every this many bytes (and at the end): each report is a hop to its actor,
+    /// and watchers see progress at most every 0.25 s anyway.
+    static let progressBytes: Int64 = 1 << 20
 
     /// `caFile`: PEM certificates trusted besides the system's; `readTimeout`: seconds a server may stay silent.
     init(caFile: String?, readTimeout: Double, logger: Logger) {
@@ -332,6 +335,7 @@ final class Fetcher: Sendable {
         var writer = BatchWriter(fd: fd, pool: fileThreads, position: start)
         var batch: [ByteBuffer] = []
         var batchBytes = 0
+        var reported = start
         func failure(_ error: any Error) -> FetchOutcome {
             guard let error = error as? FileError else { return .failed(reason: "failed: writing the partial file: \(error)") }
             return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
@@ -353,7 +357,10 @@ final class Fetcher: Sendable {
                     }
                     batch.removeAll(keepingCapacity: true)
                     batchBytes = 0
-                    await observer.progress(jobID: jobID, bytes: writer.written)
+                    if writer.written - reported >= Self.progressBytes {
+                        reported = writer.written
+                        await observer.progress(jobID: jobID, bytes: reported)
+                    }
                 }
                 if Task.isCancelled { break }
             }
@@ -419,11 +426,25 @@ final class Fetcher: Sendable {
         }
     }
 
+    /// Writes a batch with one `pwritev`; what a short write leaves is written buffer by buffer.
     fileprivate static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws {
+        var written = 0
+        if buffers.count > 1 {
+            var vectors: [iovec] = []
+            vectors.reserveCapacity(buffers.count)
+            let n = withVectors(buffers[...], &vectors) { pwritev(fd, $0, Int32($0.count), off_t(offset)) }
+            if n > 0 {
+                written = n
+            } else if n < 0 && errno != EINTR {
+                throw FileError("writing the partial file")
+            }
+        }
         var at = offset
         for buffer in buffers {
+            let skip = min(written, buffer.readableBytes)
+            written -= skip
             try buffer.withUnsafeReadableBytes { bytes in
-                var done = 0
+                var done = skip
                 while done < bytes.count {
                     let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done))
                     if n < 0 {
@@ -436,6 +457,15 @@ final class Fetcher: Sendable {
             at += Int64(buffer.readableBytes)
         }
         if let writeBackFrom { reachd_start_writeback(fd, off_t(writeBackFrom), off_t(at - writeBackFrom)) }
+    }
+
+    /// Calls `body` with an iovec for each buffer's readable bytes, valid for the call.
+    private static func withVectors<R>(_ buffers: ArraySlice<ByteBuffer>, _ vectors: inout [iovec], _ body: ([iovec]) -> R) -> R {
+        guard let first = buffers.first else { return body(vectors) }
+        return first.withUnsafeReadableBytes { bytes in
+            vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count))
+            return withVectors(buffers.dropFirst(), &vectors, body)
+        }
     }
 
     private func sync(_ fd: Int32) async -> FetchOutcome? {
