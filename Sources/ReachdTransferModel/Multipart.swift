@@ -89,10 +89,17 @@ public struct FormField: Hashable, Sendable, Codable {
 /// Finds a byte string in data fed in chunks (matches across chunk borders), at memchr speed.
 public struct DelimiterScanner: Sendable {
     private let pattern: [UInt8]
+    /// Horspool's shifts: how far the window may move when its last byte is this one.
+    private let shifts: [Int]
     /// The last `pattern.count - 1` bytes seen.
     private var carry: [UInt8] = []
 
-    public init(_ pattern: [UInt8]) { self.pattern = pattern }
+    public init(_ pattern: [UInt8]) {
+        self.pattern = pattern
+        var shifts = [Int](repeating: max(pattern.count, 1), count: 256)
+        for (index, byte) in pattern.dropLast().enumerated() { shifts[Int(byte)] = pattern.count - 1 - index }
+        self.shifts = shifts
+    }
 
     /// Feeds the next chunk; true once the pattern has been seen.
     public mutating func feed(_ chunk: some Collection<UInt8>) -> Bool {
@@ -104,24 +111,28 @@ public struct DelimiterScanner: Sendable {
         let keep = pattern.count - 1
         // Across the border: the carried bytes and the chunk's first ones.
         let junction = carry + chunk.prefix(keep)
-        if junction.count >= pattern.count, junction.withUnsafeBytes({ Self.contains($0, pattern) }) { return true }
-        if Self.contains(chunk, pattern) { return true }
+        if junction.count >= pattern.count, junction.withUnsafeBytes({ contains($0) }) { return true }
+        if contains(chunk) { return true }
         carry = chunk.count >= keep ? Array(chunk.suffix(keep)) : Array((carry + chunk).suffix(keep))
         return false
     }
 
-    private static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
-        let last = haystack.count - needle.count
-        var start = 0
-        return needle.withUnsafeBytes { needleBytes in
-            while start <= last {
-                guard let hit = memchr(base + start, Int32(needle[0]), last - start + 1) else { return false }
-                let offset = base.distance(to: UnsafeRawPointer(hit))
-                if memcmp(base + offset, needleBytes.baseAddress!, needle.count) == 0 { return true }
-                start = offset + 1
+    /// Boyer-Moore-Horspool: on random bytes the window moves nearly the pattern's length per step, where a
+    /// search for its first byte stops every 256 bytes.
+    private func contains(_ haystack: UnsafeRawBufferPointer) -> Bool {
+        let length = pattern.count
+        guard length > 0, let base = haystack.baseAddress, haystack.count >= length else { return false }
+        return pattern.withUnsafeBytes { needle in
+            shifts.withUnsafeBufferPointer { shifts in
+                let last = needle[length - 1], end = haystack.count - length
+                var start = 0
+                while start <= end {
+                    let byte = base.load(fromByteOffset: start + length - 1, as: UInt8.self)
+                    if byte == last, memcmp(base + start, needle.baseAddress!, length - 1) == 0 { return true }
+                    start += shifts[Int(byte)]
+                }
+                return false
             }
-            return false
         }
     }
 }

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// An upload's request body, pulled by async-http-client as it can send: the text before the file, the
-/// file read in 256 KiB pieces on a file thread (never held whole), the text after it. With a multipart
+/// file read in 1 MiB pieces on a file thread (never held whole), the text after it. With a multipart
 /// `delimiter`, each piece is searched for it as it is read: if the file contains it, the body stops with
 /// `BoundaryInFile` before the closing delimiter (the server never gets a complete, wrong body).
 struct UploadBody: AsyncSequence, Sendable {
@@ -24,7 +24,7 @@ struct UploadBody: AsyncSequence, Sendable {
     /// Told the file bytes handed over so far.
     let progress: @Sendable (Int64) async -> Void
 
-    static let pieceBytes = 256 << 10
+    static let pieceBytes = 1 << 20
 
     func makeAsyncIterator() -> Iterator { Iterator(body: self) }
 
@@ -32,6 +32,7 @@ struct UploadBody: AsyncSequence, Sendable {
         let body: UploadBody
         private var sentPrefix = false
         private var offset: Int64 = 0
+        private var reported: Int64 = 0
         private var sentSuffix = false
         private var scanner: DelimiterScanner?
 
@@ -61,7 +62,11 @@ struct UploadBody: AsyncSequence, Sendable {
                 }
                 self.scanner = scanned
                 offset += Int64(piece.readableBytes)
-                await body.progress(offset)
+                // Each report is a hop to the scheduler's actor: every 1 MiB, and at the end of the file.
+                if offset - reported >= Fetcher.progressBytes || offset == body.size {
+                    reported = offset
+                    await body.progress(offset)
+                }
                 return piece
             }
             if !sentSuffix {
