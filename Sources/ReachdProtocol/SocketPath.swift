@@ -7,38 +7,36 @@ public enum SocketPath {
 
     /// `/run/reachd/reachd.sock` for root, else `$XDG_RUNTIME_DIR/reachd.sock`; nil when neither applies.
     public static func defaultPath(uid: UInt32, environment: [String: String]) -> String? {
-        rules.defaultPath(uid: uid, environment: environment)
+        rules.defaultPath(system: uid == 0, environment: environment)
     }
 
     /// The client's choice: an explicit path, then `REACHD_SOCKET`, then the system socket if it exists
     /// or the per-user default.
     public static func clientPath(explicit: String?, uid: UInt32, environment: [String: String], exists: (String) -> Bool) -> String? {
-        rules.clientPath(explicit: explicit, uid: uid, environment: environment, exists: exists)
+        if let named = rules.named(explicit: explicit, environment: environment) { return named }
+        if exists(system) { return system }
+        return defaultPath(uid: uid, environment: environment)
     }
 }
 
 /// Where the transfer service's (`reachd-transfers`) socket and directories live: a user's own instance
 /// (the default) or the system instance.
 public enum TransferSocketPath {
+    static let rules = SocketRules(system: "/run/reachd/transfers.sock", fileName: "reachd-transfers.sock", variable: "REACHD_TRANSFERS_SOCKET")
+
     /// The system instance's socket.
-    public static let system = "/run/reachd/transfers.sock"
-    static let fileName = "reachd-transfers.sock"
-    static let variable = "REACHD_TRANSFERS_SOCKET"
+    public static let system = rules.system
 
     /// The system instance's socket for `system`, else `$XDG_RUNTIME_DIR/reachd-transfers.sock`; nil when
     /// there is no `XDG_RUNTIME_DIR`.
     public static func defaultPath(system: Bool, environment: [String: String]) -> String? {
-        if system { return Self.system }
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        return runtime.hasSuffix("/") ? runtime + fileName : runtime + "/" + fileName
+        rules.defaultPath(system: system, environment: environment)
     }
 
     /// A client's choice: an explicit path, then `REACHD_TRANSFERS_SOCKET`, then the system instance's socket
     /// for `system` (`--system`, or root), else the user's own instance.
     public static func clientPath(explicit: String?, system: Bool, environment: [String: String]) -> String? {
-        if let explicit, !explicit.isEmpty { return explicit }
-        if let fromEnvironment = environment[variable], !fromEnvironment.isEmpty { return fromEnvironment }
-        return defaultPath(system: system, environment: environment)
+        rules.named(explicit: explicit, environment: environment) ?? defaultPath(system: system, environment: environment)
     }
 
     /// The offline cache: the unit's `CacheDirectory=` (`$CACHE_DIRECTORY`), else /var/cache/reachd-transfers
@@ -70,23 +68,24 @@ public enum TransferSocketPath {
     }
 }
 
-/// How a client finds a socket: the system one for root, else the one in `$XDG_RUNTIME_DIR`, unless an
-/// explicit path or the environment variable names it.
+/// Where a socket is: the system one, or the one in `$XDG_RUNTIME_DIR`, unless an explicit path or the
+/// environment variable names it.
 struct SocketRules {
     let system: String
     let fileName: String
     let variable: String
 
-    func defaultPath(uid: UInt32, environment: [String: String]) -> String? {
-        if uid == 0 { return system }
+    /// The system socket for `system`, else `$XDG_RUNTIME_DIR/fileName`; nil without `XDG_RUNTIME_DIR`.
+    func defaultPath(system useSystem: Bool, environment: [String: String]) -> String? {
+        if useSystem { return system }
         guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
         return runtime.hasSuffix("/") ? runtime + fileName : runtime + "/" + fileName
     }
 
-    func clientPath(explicit: String?, uid: UInt32, environment: [String: String], exists: (String) -> Bool) -> String? {
+    /// An explicit path, else the environment variable's; nil when neither names one.
+    func named(explicit: String?, environment: [String: String]) -> String? {
         if let explicit, !explicit.isEmpty { return explicit }
         if let fromEnvironment = environment[variable], !fromEnvironment.isEmpty { return fromEnvironment }
-        if exists(system) { return system }
-        return defaultPath(uid: uid, environment: environment)
+        return nil
     }
 }
