@@ -44,11 +44,19 @@ public final class UserFiles: Sendable {
     /// symbolic links led there).
     func open(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws -> Int32 {
         let fd = try Self.openRegular(path, flags, mode: mode, failure: failure())
-        if let actual = Self.path(of: fd), guarded.contains(where: { actual.hasPrefix($0) }) {
+        do {
+            try refuseIfGuarded(fd, named: path)
+        } catch {
             close(fd)
-            throw FileError("\(path) is inside reachd-transfers' own state or cache directory", errno: EACCES)
+            throw error
         }
         return fd
+    }
+
+    /// Throws when the open file or directory `fd` is a guarded directory or lies inside one.
+    private func refuseIfGuarded(_ fd: Int32, named path: String) throws {
+        guard let actual = Self.path(of: fd), guarded.contains(where: { (actual + "/").hasPrefix($0) }) else { return }
+        throw FileError("\(path) is inside reachd-transfers' own state or cache directory", errno: EACCES)
     }
 
     /// The path the kernel has for an open descriptor.
@@ -169,9 +177,7 @@ public final class UserFiles: Sendable {
             let fd = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard fd >= 0 else { throw FileError("cannot open the directory of \(job.output)") }
             defer { close(fd) }
-            if let actual = Self.path(of: fd), self.guarded.contains(where: { (actual + "/").hasPrefix($0) }) {
-                throw FileError("\(job.output) is inside reachd-transfers' own state or cache directory", errno: EACCES)
-            }
+            try self.refuseIfGuarded(fd, named: job.output)
             guard renameat(fd, partialName, fd, name) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
             fsync(fd)
         }
