@@ -131,9 +131,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
             return
         }
         logger.info("per-host verdicts from reachd at \(path)")
-        for batch in stride(from: 0, to: watched.count, by: Request.maximumHosts) {
-            await subscribe(Array(watched[batch..<min(batch + Request.maximumHosts, watched.count)]))
-        }
+        await subscribe(watched)
     }
 
     private func subscribe(_ hosts: [String]) async {
