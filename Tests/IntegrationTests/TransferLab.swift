@@ -274,16 +274,16 @@ final class TransferLab {
 
     /// `reachctl download ARGS` against the lab's service, optionally as another user (with their own groups, or `groups`).
     func download(_ arguments: [String], user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, out: String, err: String) {
+        try reachctl(["download"] + arguments, user: user, groups: groups)
+    }
+
+    /// `reachctl ARGS` against the lab's service, optionally as another user: exit status, stdout, stderr.
+    private func reachctl(_ arguments: [String], user: String?, groups: [UInt32]? = nil) throws -> (status: Int32, out: String, err: String) {
+        let command = (user.map { Self.asUser($0, groups: groups) } ?? []) + [NetLab.binary("reachctl")] + arguments
+            + ["--transfers-socket", socketPath]
         let process = Process()
-        let reachctl = [NetLab.binary("reachctl"), "download"] + arguments + ["--transfers-socket", socketPath]
-        if let user {
-            let command = Self.asUser(user, groups: groups) + reachctl
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-        } else {
-            process.executableURL = URL(fileURLWithPath: reachctl[0])
-            process.arguments = Array(reachctl.dropFirst())
-        }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
@@ -304,20 +304,9 @@ final class TransferLab {
 
     /// Adds an upload with `reachctl upload add`, optionally as another user; returns its id.
     func upload(_ file: String, to url: String, _ extra: [String] = [], user: String? = nil) throws -> String {
-        let process = Process()
-        let arguments = (user.map { Self.asUser($0) } ?? []) + [NetLab.binary("reachctl"), "upload", "add", file, "--to", url] + extra
-            + ["--transfers-socket", socketPath]
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw LabError("upload add failed (\(process.terminationStatus)): \(stderr)") }
-        return stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let result = try reachctl(["upload", "add", file, "--to", url] + extra, user: user)
+        guard result.status == 0 else { throw LabError("upload add failed (\(result.status)): \(result.err)") }
+        return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Adds a job with reachctl; returns its id.
