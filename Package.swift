@@ -47,12 +47,13 @@ let package = Package(
             dependencies: ["CNetlink", "ReachdModel", .product(name: "Logging", package: "swift-log")]
         ),
         // Transfer jobs: states, gating, resume and retry decisions, queue order. Pure.
-        .target(name: "ReachdTransferModel", dependencies: ["ReachdModel"]),
+        .target(name: "ReachdTransferModel", dependencies: ["ReachdModel", "CReachdFiles"]),
         // Wire protocol: line framing, request parsing, response encoding. Pure.
         .target(name: "ReachdProtocol", dependencies: ["ReachdModel", "ReachdTransferModel"]),
         // glibc's malloc_trim, which Swift's Glibc module does not export.
         .target(name: "CReachdMemory"),
-        // sync_file_range for the download writer (glibc declares it only under _GNU_SOURCE).
+        // glibc's sync_file_range (the download writer) and memmem (the multipart boundary check), declared only
+        // under _GNU_SOURCE.
         .target(name: "CReachdFiles"),
         // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server.
         .target(

