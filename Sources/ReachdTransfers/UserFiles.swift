@@ -9,9 +9,10 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
     public var errno: Int32
     public var description: String
 
+    /// `what` failed with `errno`; 0 for a failure the kernel did not report.
     init(_ what: String, errno: Int32 = Glibc.errno) {
         self.errno = errno
-        self.description = "\(what): \(String(cString: strerror(errno)))"
+        self.description = errno == 0 ? what : "\(what): \(String(cString: strerror(errno)))"
     }
 
     var isPermission: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
