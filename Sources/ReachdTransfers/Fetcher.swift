@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import ReachdTransferModel
+import struct Foundation.URL
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -180,28 +181,46 @@ final class Fetcher: Sendable {
     /// the job's outcome.
     private func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool,
                       deadline: NIODeadline = .distantFuture) async -> Result<HTTPClientResponse, OutcomeError> {
-        var request = request
-        if let credentials {
-            guard request.url.lowercased().hasPrefix("https:") || allowInsecureAuth else {
-                return .failure(OutcomeError(.failed(reason: "failed: the netrc has credentials for this server but the URL is plain http; "
-                    + "use https, or --allow-insecure-auth to send them readable")))
-            }
-            request.headers.add(name: "Authorization", value: credentials.authorization)
+        let sent: HTTPClientRequest
+        switch authorized(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth) {
+        case .failure(let error): return .failure(error)
+        case .success(let withCredentials): sent = withCredentials
         }
         do {
-            return .success(try await (credentials == nil ? client : authenticatedClient).execute(request, deadline: deadline))
-        } catch let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected {
-            return .failure(OutcomeError(.failed(reason: "failed: more than 5 redirects, or a redirect loop")))
-        } catch let error as NIOSSLError {
-            return .failure(OutcomeError(.failed(reason: "failed: TLS: \(error) (a certificate the system does not trust? [downloads] ca_file adds a CA)")))
-        } catch let error as BoringSSLError {
-            return .failure(OutcomeError(.failed(reason: "failed: TLS: \(error)")))
-        } catch let error as FileError {
-            return .failure(OutcomeError(.failed(reason: "failed: \(error)")))
-        } catch is UploadBody.BoundaryInFile {
-            return .failure(OutcomeError(.restart(reason: "the file contains the multipart boundary")))
+            return .success(try await (credentials == nil ? client : authenticatedClient).execute(sent, deadline: deadline))
         } catch {
-            return .failure(OutcomeError(Task.isCancelled ? .stopped : .retry(reason: "network error: \(Self.describe(error))", retryAfter: nil)))
+            return .failure(Self.outcome(of: error))
+        }
+    }
+
+    /// `request` with the credentials' `Authorization`, which goes only over https or where the job allows plain http.
+    private func authorized(_ request: HTTPClientRequest, credentials: Credentials?,
+                            allowInsecureAuth: Bool) -> Result<HTTPClientRequest, OutcomeError> {
+        guard let credentials else { return .success(request) }
+        guard request.url.lowercased().hasPrefix("https:") || allowInsecureAuth else {
+            return .failure(OutcomeError(.failed(reason: "failed: the netrc has credentials for this server but the URL is plain http; "
+                + "use https, or --allow-insecure-auth to send them readable")))
+        }
+        var request = request
+        request.headers.add(name: "Authorization", value: credentials.authorization)
+        return .success(request)
+    }
+
+    /// A request that failed with `error`, as the job's outcome.
+    private static func outcome(of error: any Error) -> OutcomeError {
+        switch error {
+        case let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected:
+            return OutcomeError(.failed(reason: "failed: more than 5 redirects, or a redirect loop"))
+        case let error as NIOSSLError:
+            return OutcomeError(.failed(reason: "failed: TLS: \(error) (a certificate the system does not trust? [downloads] ca_file adds a CA)"))
+        case let error as BoringSSLError:
+            return OutcomeError(.failed(reason: "failed: TLS: \(error)"))
+        case let error as FileError:
+            return OutcomeError(.failed(reason: "failed: \(error)"))
+        case is UploadBody.BoundaryInFile:
+            return OutcomeError(.restart(reason: "the file contains the multipart boundary"))
+        default:
+            return OutcomeError(Task.isCancelled ? .stopped : .retry(reason: "network error: \(describe(error))", retryAfter: nil))
         }
     }
 
@@ -212,12 +231,16 @@ final class Fetcher: Sendable {
     }
 
     /// Sends the file `fd` (`size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
-    /// POST (with a boundary found in neither the file nor the fields), streamed; restarts from byte 0 each attempt.
+    /// POST (with a boundary found in neither the file nor the fields); restarts from byte 0 each attempt. Over
+    /// plain http the file goes to the socket with `sendfile` (`SendfileBody`), else it is streamed (`UploadBody`).
+    /// Async-http-client follows no redirect with a streamed body, so a 307 or 308 is followed here, as for other
+    /// requests: at most 5, never in a loop, never with credentials.
     func upload(_ job: Job, fd: Int32, size: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
+        var url = job.url, visited = [job.url]
         while true {
-            var request = Self.request(job.url, method: job.method == .post ? .POST : .PUT)
+            var request = Self.request(url, method: job.method == .post ? .POST : .PUT)
             var prefix: [UInt8] = [], suffix: [UInt8] = [], delimiter: [UInt8]?
             if job.method == .post {
                 let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
@@ -231,43 +254,128 @@ final class Fetcher: Sendable {
             } else {
                 request.headers.add(name: "Content-Type", value: "application/octet-stream")
             }
-            let body = UploadBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter, pool: fileThreads) { sent in
-                await observer.progress(jobID: id, bytes: sent)
+            let progress: @Sendable (Int64) async -> Void = { sent in await observer.progress(jobID: id, bytes: sent) }
+            let result: Result<UploadAnswer, OutcomeError>
+            if url.lowercased().hasPrefix("http:") {
+                let eventLoop = authenticatedClient.eventLoopGroup.next()
+                do {
+                    let body = try SendfileBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter,
+                                                pool: fileThreads, eventLoop: eventLoop)
+                    // Progress as the socket takes the file, all of it reported before the outcome.
+                    async let reported: Void = { for await sent in body.written { await progress(sent) } }()
+                    result = await sendWithoutRedirects(request, body: body, credentials: credentials,
+                                                        allowInsecureAuth: job.allowInsecureAuth, eventLoop: eventLoop)
+                    await reported
+                } catch {
+                    result = .failure(Self.outcome(of: error))
+                }
+            } else {
+                let body = UploadBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter, pool: fileThreads,
+                                      progress: progress)
+                request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
+                switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
+                case .failure(let error): result = .failure(error)
+                case .success(let response): result = await answer(response)
+                }
             }
-            request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
-            switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
+            switch result {
             case .failure(let error):
                 if case .restart = error.outcome {
                     logger.info("upload \(id): the file contains the multipart boundary; sending again with another")
                     continue
                 }
                 return error.outcome
-            case .success(let response):
-                return await answer(response)
+            case .success(let answer):
+                guard credentials == nil, let target = Self.redirectTarget(of: answer, from: url) else { return Self.outcome(of: answer) }
+                guard visited.count <= 5, !visited.contains(target) else {
+                    return .failed(reason: "failed: more than 5 redirects, or a redirect loop")
+                }
+                logger.info("upload \(id): server answered \(answer.status); sending again to \(target)")
+                visited.append(target)
+                url = target
             }
         }
     }
 
-    /// An upload's outcome from the server's answer: its status and the first 1 KiB of its body. Reading
-    /// stops there: the rest of an answer (which may never end) is not waited for.
-    private func answer(_ response: HTTPClientResponse) async -> FetchOutcome {
-        var snippet: [UInt8] = []
+    /// Where a 307 or 308 answer sends an upload (method and body kept, RFC 9110 §15.4.8–9): an http or https URL,
+    /// `Location` resolved against `url`. Other 3xx would turn the upload into a GET: they end the job with the status.
+    static func redirectTarget(of answer: UploadAnswer, from url: String) -> String? {
+        guard answer.status == 307 || answer.status == 308, let location = answer.location,
+              let target = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
+              let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
+        return target.absoluteString
+    }
+
+    /// Sends `request` with `body` through async-http-client's delegate API (the async one takes no file regions),
+    /// by the client that follows no redirects; the start of the answer, or the failure as the job's outcome.
+    private func sendWithoutRedirects(_ request: HTTPClientRequest, body: SendfileBody, credentials: Credentials?,
+                                      allowInsecureAuth: Bool, eventLoop: any EventLoop) async -> Result<UploadAnswer, OutcomeError> {
+        let authorizedRequest: HTTPClientRequest
+        switch authorized(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth) {
+        case .failure(let error):
+            body.requestEnded()
+            return .failure(error)
+        case .success(let withCredentials): authorizedRequest = withCredentials
+        }
+        let sent: HTTPClient.Request
+        do {
+            sent = try HTTPClient.Request(url: authorizedRequest.url, method: authorizedRequest.method,
+                                          headers: authorizedRequest.headers, body: body.body)
+        } catch {
+            body.requestEnded()
+            return .failure(Self.outcome(of: error))
+        }
+        // Made only for a request that is executed: its promise must be fulfilled.
+        let delegate = UploadAnswerDelegate(eventLoop: eventLoop) { body.partWritten($0) }
+        // On the body's event loop: NIO uses the file's descriptor there, and the body closes it there.
+        let task = authenticatedClient.execute(request: sent, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop))
+        // A file that gets shorter after its last check would have NIO send nothing, again and again, until the
+        // read timeout: looked at every second while the request runs.
+        let watchdog = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
+            if body.fileGotShorter() { task.fail(reason: FileError("the file to upload got shorter", errno: 0)) }
+        }
+        task.futureResult.whenComplete { _ in
+            watchdog.cancel()
+            body.requestEnded()
+        }
+        do {
+            let answer = try await withTaskCancellationHandler {
+                try await delegate.answered.futureResult.get()
+            } onCancel: {
+                task.cancel()
+            }
+            // The rest of the answer is not waited for (a finished request ignores this).
+            task.cancel()
+            return .success(answer)
+        } catch {
+            return .failure(Self.outcome(of: error))
+        }
+    }
+
+    /// The start of a streamed upload's answer: reading stops after 1 KiB.
+    private func answer(_ response: HTTPClientResponse) async -> Result<UploadAnswer, OutcomeError> {
+        var answer = UploadAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                                  location: response.headers.first(name: "Location"), snippet: [])
         do {
             for try await chunk in response.body {
-                snippet += chunk.readableBytesView.prefix(1024 - snippet.count)
-                if snippet.count >= 1024 { break }
+                answer.snippet += chunk.readableBytesView.prefix(UploadAnswer.snippetBytes - answer.snippet.count)
+                if answer.snippet.count >= UploadAnswer.snippetBytes { break }
             }
         } catch {
-            if Task.isCancelled { return .stopped }
+            if Task.isCancelled { return .failure(OutcomeError(.stopped)) }
         }
-        let text = String(decoding: snippet, as: UTF8.self)
-        let status = Int(response.status.code)
-        switch status {
-        case 200..<300: return .uploaded(status: status, body: text)
+        return .success(answer)
+    }
+
+    /// An upload's outcome from the server's answer: its status and the start of its body.
+    private static func outcome(of answer: UploadAnswer) -> FetchOutcome {
+        let text = String(decoding: answer.snippet, as: UTF8.self)
+        switch answer.status {
+        case 200..<300: return .uploaded(status: answer.status, body: text)
         case 408, 425, 429, 500...599:
-            let seconds = response.headers.first(name: "Retry-After").flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
-            return .retry(reason: "server answered \(status)", retryAfter: seconds)
-        default: return .failed(reason: "failed: server answered \(status)" + (text.isEmpty ? "" : ": \(text.prefix(200))"))
+            let seconds = answer.retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
+            return .retry(reason: "server answered \(answer.status)", retryAfter: seconds)
+        default: return .failed(reason: "failed: server answered \(answer.status)" + (text.isEmpty ? "" : ": \(text.prefix(200))"))
         }
     }
 

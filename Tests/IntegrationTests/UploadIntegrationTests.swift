@@ -6,7 +6,8 @@ import XCTest
 
 /// Uploads through reachd-transfers to a Python upload server in the peer namespace (Tests/Support/upload_server.py,
 /// which parses multipart bodies with the standard library): PUT, multipart POST with awkward data, metered
-/// deferral, a stop on a metered switch and a restart, a retried 503, an unreadable file.
+/// deferral, a stop on a metered switch and a restart, a retried 503, an unreadable file, a redirect, a file that
+/// gets shorter while it is sent. Plain http: the file goes to the socket with sendfile.
 final class UploadIntegrationTests: XCTestCase {
     private var lab: TransferLab!
     private var server: Process?
@@ -163,5 +164,46 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertThrowsError(try upload(secret, to: url("s"))) { error in
             XCTAssertTrue("\(error)".contains("(permission_denied)") && "\(error)".contains("cannot read \(secret): Permission denied"), "\(error)")
         }
+    }
+
+    /// Async-http-client follows no redirect with a streamed or sendfile body: a 307 or 308 is followed by the
+    /// fetcher (method and body kept); a 302 would make the upload a GET and ends the job; a loop fails it.
+    func testA307Or308IsFollowedWithTheBodyAndA302IsNot() throws {
+        try start()
+        let source = try file("r.bin", bytes: 5_000_000)
+        let id = try upload(source.path, to: url("r.bin?redirect=/landed.bin"))
+        let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
+        XCTAssertEqual(done.state, .completed, done.reason ?? "")
+        XCTAssertEqual(done.responseStatus, 201)
+        XCTAssertEqual(requests(atLeast: 2).map { "\($0["path"] as? String ?? "?") \($0["status"] as? Int ?? 0)" },
+                       ["/r.bin 307", "/landed.bin 201"])
+        XCTAssertEqual(try lab.sha256(received + "/landed.bin"), source.sum)
+
+        let permanent = try upload(source.path, to: url("p.bin?redirect=/moved.bin&code=308"), ["--method", "POST"])
+        let moved = try lab.waitFor(permanent, "completed") { $0.state.isTerminal }
+        XCTAssertEqual(moved.state, .completed, moved.reason ?? "")
+        XCTAssertEqual(moved.responseStatus, 200)
+
+        let found = try upload(source.path, to: url("f.bin?redirect=/elsewhere.bin&code=302"))
+        let refused = try lab.waitFor(found, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(refused.reason, "failed: server answered 302")
+
+        let loop = try upload(source.path, to: url("l.bin?redirect=self"))
+        let looped = try lab.waitFor(loop, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(looped.reason, "failed: more than 5 redirects, or a redirect loop")
+    }
+
+    /// A file cut short once its last piece is handed to NIO: sendfile would send nothing, again and again, until the
+    /// read timeout; the job fails at once with what happened.
+    func testAFileThatGetsShorterWhileItIsSentFailsTheJob() throws {
+        try start()
+        let source = try file("short.bin", bytes: 12_000_000)
+        let id = try upload(source.path, to: url("short.bin?rate=1000000"))
+        // The first 4 MiB piece is written to the socket: the other two are handed over.
+        try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesReceived > 0 }
+        XCTAssertEqual(truncate(source.path, 1_000_000), 0)
+        let failed = try lab.waitFor(id, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.state, .failed)
+        XCTAssertEqual(failed.reason, "failed: the file to upload got shorter")
     }
 }

@@ -3,7 +3,7 @@
 stores every part; each request is logged as a JSON line. /sink reads and drops the body (for the
 benchmark: nothing kept, 204 once all of it arrived). Fault injection by query parameters:
 rate=BYTES (read the body that slowly), status=CODE&times=N (answer CODE to the first N requests), endless=1 (answer
-201 with a body that never ends, for at most 60 s)."""
+201 with a body that never ends, for at most 60 s), redirect=PATH&code=CODE (read the body, then answer CODE, 307 by default, to PATH; "self": to this same URL)."""
 import argparse, hashlib, json, os, sys, threading, time
 from email import policy
 from email.parser import BytesParser
@@ -102,6 +102,14 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         name = os.path.basename(urlsplit(self.path).path) or "upload"
+        if "redirect" in query:
+            code = int(query.get("code", "307"))
+            self.send_response(code)
+            self.send_header("Location", self.path if query["redirect"] == "self" else query["redirect"])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            self.record(code, len(body), True)
+            return
         if query.get("endless") == "1":
             return self.endless(len(body))
         if self.command == "PUT":

@@ -1,0 +1,206 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOPosix
+import ReachdTransferModel
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An upload's request body over plain http: the file goes from the page cache to the socket with `sendfile`
+/// (NIO's `FileRegion`), never copied through the daemon. It is handed over in pieces, at most two waiting to be
+/// written to the socket (the answer delegate reports each written one through `partWritten`, and `written`
+/// passes the count on as progress): NIO always has the next, and a piece is checked shortly before it goes:
+/// that the file still holds it (`sendfile` at the end of a file that got shorter sends nothing, and NIO would
+/// try again forever: `fileGotShorter` lets a watchdog end that), and, with a multipart `delimiter`, that it
+/// does not contain the boundary (read on a file thread into a small reused buffer and searched, as
+/// `UploadBody` does). Only for plain TCP, through a client that follows no redirects: TLS cannot take a
+/// file region, and a redirect could lead to https.
+final class SendfileBody: Sendable {
+    private let prefix: [UInt8]
+    private let size: Int64
+    private let suffix: [UInt8]
+    private let delimiter: [UInt8]?
+    private let pool: NIOThreadPool
+    /// The connection's event loop: NIO uses `regions` there, so it is closed there too.
+    private let eventLoop: any EventLoop
+    /// The file bytes written to the socket so far (the latest count); finishes when the request ends.
+    let written: AsyncStream<Int64>
+    private let writtenCounts: AsyncStream<Int64>.Continuation
+    /// Descriptors of the body's own (the body may outlive the upload call, and a region must never name a
+    /// descriptor number that was closed and used again): one for NIO's file regions, one for the checks.
+    private let regions: NIOFileHandle
+    private let reads: Int32
+    private let lifetime = Mutex<Lifetime>(Lifetime())
+
+    /// The file is handed over in pieces of 4 MiB: each is one hop to a file thread (for the boundary check),
+    /// one write through async-http-client and one progress report.
+    static let pieceBytes = 4 << 20
+    /// The boundary check reads this much at a time: a buffer that stays in the CPU's cache while it is searched.
+    static let readBytes = 256 << 10
+
+    /// Both descriptors are closed once the request is over (every region handed to NIO is written or failed)
+    /// and the loop that reads is not running.
+    private struct Lifetime {
+        /// One promise per piece handed over and not yet written, oldest first; failed when the request ends first.
+        var unwritten: [EventLoopPromise<Void>] = []
+        var requestOver = false
+        var bodyRunning = false
+        var closed = false
+
+        /// Whether the descriptors are to be closed now (once).
+        mutating func closesNow() -> Bool {
+            guard requestOver, !bodyRunning, !closed else { return false }
+            closed = true
+            return true
+        }
+    }
+
+    /// The body of the file `fd` (`size` bytes) between `prefix` and `suffix`. `requestEnded()` must be called
+    /// when the request is over.
+    init(prefix: [UInt8], fd: Int32, size: Int64, suffix: [UInt8], delimiter: [UInt8]?, pool: NIOThreadPool,
+         eventLoop: any EventLoop) throws {
+        let forRegions = dup(fd)
+        guard forRegions >= 0 else { throw FileError("reading the file to upload") }
+        let forReads = dup(fd)
+        guard forReads >= 0 else {
+            close(forRegions)
+            throw FileError("reading the file to upload")
+        }
+        (self.prefix, self.size, self.suffix, self.delimiter, self.pool, self.eventLoop) =
+            (prefix, size, suffix, delimiter, pool, eventLoop)
+        (written, writtenCounts) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (regions, reads) = (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: forRegions), forReads)
+    }
+
+    var body: HTTPClient.Body {
+        .stream(contentLength: Int64(prefix.count) + size + Int64(suffix.count)) { writer in
+            let done = self.eventLoop.makePromise(of: Void.self)
+            let started = self.lifetime.withLock { lifetime -> Bool in
+                guard !lifetime.requestOver, !lifetime.bodyRunning else { return false }
+                lifetime.bodyRunning = true
+                return true
+            }
+            guard started else {
+                done.fail(HTTPClientError.cancelled)
+                return done.futureResult
+            }
+            done.completeWithTask {
+                defer { self.bodyStopped() }
+                try await self.send(to: writer)
+            }
+            return done.futureResult
+        }
+    }
+
+    /// Async-http-client wrote `part` of the request to the socket (parts are written in order).
+    func partWritten(_ part: IOData) {
+        guard case .fileRegion(let region) = part else { return }
+        writtenCounts.yield(Int64(region.endIndex))
+        lifetime.withLock { $0.unwritten.isEmpty ? nil : $0.unwritten.removeFirst() }?.succeed()
+    }
+
+    /// Whether the file is now shorter than the body says. On the connection's event loop, where NIO uses the
+    /// descriptor (after `requestEnded`, false).
+    func fileGotShorter() -> Bool {
+        let shorter = try? regions.withUnsafeFileDescriptor { fd -> Bool in
+            var status = stat()
+            return fstat(fd, &status) == 0 && Int64(status.st_size) < size
+        }
+        return shorter ?? false
+    }
+
+    /// The request is over: the descriptors are closed as soon as the body's loop is not running.
+    func requestEnded() {
+        writtenCounts.finish()
+        let (unwritten, close) = lifetime.withLock { lifetime in
+            defer { lifetime.unwritten = [] }
+            lifetime.requestOver = true
+            return (lifetime.unwritten, lifetime.closesNow())
+        }
+        for promise in unwritten { promise.fail(HTTPClientError.cancelled) }
+        if close { closeDescriptors() }
+    }
+
+    private func bodyStopped() {
+        let close = lifetime.withLock { lifetime -> Bool in
+            lifetime.bodyRunning = false
+            return lifetime.closesNow()
+        }
+        if close { closeDescriptors() }
+    }
+
+    private func closeDescriptors() {
+        Glibc.close(reads)
+        let regions = self.regions
+        eventLoop.execute { try? regions.close() }
+    }
+
+    /// Hands the body to `writer`, a piece once all but one of those before are written. After the last piece
+    /// the body's end follows at once: a server that answers and closes as soon as it has the last byte must not
+    /// find the request still open (async-http-client would fail it).
+    private func send(to writer: HTTPClient.Body.StreamWriter) async throws {
+        if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
+        var scanner = delimiter.map(DelimiterScanner.init)
+        let piece = scanner == nil ? nil : PieceBuffer()
+        var offset: Int64 = 0
+        var unwritten: [EventLoopFuture<Void>] = []
+        while offset < size {
+            let count = Int(Swift.min(Int64(Self.pieceBytes), size - offset))
+            if let piece, let searching = scanner {
+                let at = offset, reads = self.reads
+                scanner = try await pool.runIfActive { try piece.search(reads, at: at, count: count, with: searching) }
+            }
+            if unwritten.count == 2 {
+                try await unwritten.removeFirst().get()
+            }
+            var status = stat()
+            guard fstat(reads, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
+                throw FileError("the file to upload got shorter", errno: 0)
+            }
+            let region = FileRegion(fileHandle: regions, readerIndex: Int(offset), endIndex: Int(offset) + count)
+            offset += Int64(count)
+            if offset == size {
+                _ = writer.write(.fileRegion(region))
+            } else {
+                unwritten.append(try expectWritten())
+                try await writer.write(.fileRegion(region)).get()
+            }
+        }
+        if !suffix.isEmpty { _ = writer.write(.byteBuffer(ByteBuffer(bytes: suffix))) }
+    }
+
+    /// A future for the piece about to be handed over: fulfilled when it is written.
+    private func expectWritten() throws -> EventLoopFuture<Void> {
+        let written = eventLoop.makePromise(of: Void.self)
+        let expected = lifetime.withLock { lifetime -> Bool in
+            if !lifetime.requestOver { lifetime.unwritten.append(written) }
+            return !lifetime.requestOver
+        }
+        guard expected else {
+            written.fail(HTTPClientError.cancelled)
+            throw HTTPClientError.cancelled
+        }
+        return written.futureResult
+    }
+
+    /// Memory for the boundary check, reused for every piece; used by one file-thread job at a time.
+    private final class PieceBuffer: @unchecked Sendable {
+        private let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: SendfileBody.readBytes, alignment: 64)
+
+        deinit { bytes.deallocate() }
+
+        /// Reads `count` bytes of `fd` at `at` and feeds them to `scanner`; throws `BoundaryInFile` if it finds it.
+        func search(_ fd: Int32, at: Int64, count: Int, with scanner: DelimiterScanner) throws -> DelimiterScanner {
+            var scanner = scanner
+            var done = 0
+            while done < count {
+                let n = pread(fd, bytes.baseAddress!, Swift.min(bytes.count, count - done), off_t(at) + off_t(done))
+                guard n > 0 else { throw n == 0 ? FileError("the file to upload got shorter", errno: 0) : FileError("reading the file to upload") }
+                if scanner.feed(UnsafeRawBufferPointer(rebasing: bytes[..<n])) { throw UploadBody.BoundaryInFile() }
+                done += n
+            }
+            return scanner
+        }
+    }
+}
