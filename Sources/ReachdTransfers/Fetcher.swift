@@ -288,7 +288,7 @@ final class Fetcher: Sendable {
             case .success(let answer):
                 guard credentials == nil, let target = Self.redirectTarget(of: answer, from: url) else { return Self.outcome(of: answer) }
                 guard visited.count <= 5, !visited.contains(target) else {
-                    return .failed(reason: "failed: more than 5 redirects, or a redirect loop")
+                    return Self.outcome(of: HTTPClientError.redirectLimitReached).outcome
                 }
                 logger.info("upload \(id): server answered \(answer.status); sending again to \(target)")
                 visited.append(target)
@@ -332,7 +332,7 @@ final class Fetcher: Sendable {
         // A file that gets shorter after its last check would have NIO send nothing, again and again, until the
         // read timeout: looked at every second while the request runs.
         let watchdog = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
-            if body.fileGotShorter() { task.fail(reason: FileError("the file to upload got shorter", errno: 0)) }
+            if body.fileGotShorter() { task.fail(reason: FileError.fileToUploadGotShorter) }
         }
         task.futureResult.whenComplete { _ in
             watchdog.cancel()
@@ -354,12 +354,10 @@ final class Fetcher: Sendable {
 
     /// The start of a streamed upload's answer: reading stops after 1 KiB.
     private func answer(_ response: HTTPClientResponse) async -> Result<UploadAnswer, OutcomeError> {
-        var answer = UploadAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                                  location: response.headers.first(name: "Location"), snippet: [])
+        var answer = UploadAnswer(status: Int(response.status.code), headers: response.headers)
         do {
             for try await chunk in response.body {
-                answer.snippet += chunk.readableBytesView.prefix(UploadAnswer.snippetBytes - answer.snippet.count)
-                if answer.snippet.count >= UploadAnswer.snippetBytes { break }
+                if answer.keep(chunk) { break }
             }
         } catch {
             if Task.isCancelled { return .failure(OutcomeError(.stopped)) }

@@ -156,7 +156,7 @@ final class SendfileBody: Sendable {
             }
             var status = stat()
             guard fstat(reads, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
-                throw FileError("the file to upload got shorter", errno: 0)
+                throw FileError.fileToUploadGotShorter
             }
             let region = FileRegion(fileHandle: regions, readerIndex: Int(offset), endIndex: Int(offset) + count)
             offset += Int64(count)
@@ -196,7 +196,7 @@ final class SendfileBody: Sendable {
             var done = 0
             while done < count {
                 let n = pread(fd, bytes.baseAddress!, Swift.min(bytes.count, count - done), off_t(at) + off_t(done))
-                guard n > 0 else { throw n == 0 ? FileError("the file to upload got shorter", errno: 0) : FileError("reading the file to upload") }
+                guard n > 0 else { throw n == 0 ? FileError.fileToUploadGotShorter : FileError("reading the file to upload") }
                 if scanner.feed(UnsafeRawBufferPointer(rebasing: bytes[..<n])) { throw UploadBody.BoundaryInFile() }
                 done += n
             }

@@ -14,6 +14,19 @@ struct UploadAnswer: Sendable {
     static let snippetBytes = 1024
 }
 
+extension UploadAnswer {
+    /// The answer whose head has `status` and `headers`, before its body.
+    init(status: Int, headers: HTTPHeaders) {
+        self.init(status: status, retryAfter: headers.first(name: "Retry-After"), location: headers.first(name: "Location"), snippet: [])
+    }
+
+    /// Keeps what fits of the next part of the body; true once the snippet is full.
+    mutating func keep(_ part: ByteBuffer) -> Bool {
+        snippet += part.readableBytesView.prefix(Self.snippetBytes - snippet.count)
+        return snippet.count >= Self.snippetBytes
+    }
+}
+
 /// Collects an `UploadAnswer` for a request sent with async-http-client's delegate API: `answered` is
 /// fulfilled as soon as the head and the first 1 KiB of the body (or all of a shorter one) are in, and fails
 /// with the request's error otherwise. Tells `partWritten` each part of the request written to the socket.
@@ -34,19 +47,13 @@ final class UploadAnswerDelegate: HTTPClientResponseDelegate {
     }
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        state.withLock {
-            $0.answer = UploadAnswer(status: Int(head.status.code), retryAfter: head.headers.first(name: "Retry-After"),
-                                     location: head.headers.first(name: "Location"), snippet: [])
-        }
+        state.withLock { $0.answer = UploadAnswer(status: Int(head.status.code), headers: head.headers) }
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         let full = state.withLock { state -> Bool in
-            guard var answer = state.answer else { return false }
-            answer.snippet += buffer.readableBytesView.prefix(UploadAnswer.snippetBytes - answer.snippet.count)
-            state.answer = answer
-            return answer.snippet.count >= UploadAnswer.snippetBytes
+            state.answer?.keep(buffer) ?? false
         }
         if full { settle(.success(())) }
         return task.eventLoop.makeSucceededVoidFuture()

@@ -53,7 +53,7 @@ struct UploadBody: AsyncSequence, Sendable {
                     var buffer = ByteBuffer()
                     try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
                         let n = pread(fd, raw.baseAddress, count, off_t(at))
-                        guard n > 0 else { throw n == 0 ? FileError("the file to upload got shorter", errno: 0) : FileError("reading the file to upload") }
+                        guard n > 0 else { throw n == 0 ? FileError.fileToUploadGotShorter : FileError("reading the file to upload") }
                         return n
                     }
                     guard var scanner else { return (buffer, nil) }

@@ -15,6 +15,9 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
         self.description = errno == 0 ? what : "\(what): \(String(cString: strerror(errno)))"
     }
 
+    /// The file being uploaded ends before the length the request announced.
+    static var fileToUploadGotShorter: FileError { FileError("the file to upload got shorter", errno: 0) }
+
     var isPermission: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
     var isDiskFull: Bool { errno == ENOSPC || errno == EDQUOT }
 }
