@@ -60,7 +60,7 @@ let package = Package(
             name: "ReachdTransfers",
             dependencies: [
                 "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon", "ReachdMetrics",
-                "CReachdFiles", "CReachdBus", "CSystemd",
+                "ReachdServiceKit", "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -71,11 +71,19 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // What both daemons' listeners share: per-user connection limits, the idle rule and its guard, peer credentials.
+        .target(
+            name: "ReachdServiceKit",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // Prometheus metrics: the HTTP endpoint (SwiftNIO) and the process metrics, for both daemons.
         .target(
             name: "ReachdMetrics",
             dependencies: [
-                "ReachdConfig",
+                "ReachdConfig", "ReachdServiceKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -87,7 +95,8 @@ let package = Package(
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "CSystemd", "CReachdBus", "CReachdMemory",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
+                "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -165,6 +174,14 @@ let package = Package(
             name: "ReachdDaemonTests",
             dependencies: [
                 "ReachdDaemon", "ReachdProtocol", "ReachdModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ReachdServiceKitTests",
+            dependencies: [
+                "ReachdServiceKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
