@@ -69,13 +69,16 @@ public final class ReachdConnection {
         try send(raw: request.encodedLine())
     }
 
-    /// Sends bytes as they are (tests use this for malformed input).
+    /// Sends bytes as they are (tests use this for malformed input). When the daemon has already closed the
+    /// connection, nothing is sent and the next read gives its last words (a refusal) or `.closed`.
     public func send(raw bytes: [UInt8]) throws(ClientError) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0 {
                 if errno == EINTR { continue }
+                // The daemon closed first (a refused connection): what it said before closing is read next.
+                if errno == EPIPE || errno == ECONNRESET { return }
                 throw .io(call: "send", errno: errno)
             }
             offset += n

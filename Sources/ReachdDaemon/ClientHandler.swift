@@ -2,8 +2,10 @@ import Logging
 import NIOCore
 import ReachdModel
 import ReachdProtocol
+import ReachdServiceKit
 
-/// One client connection: frames request lines, answers them, registers subscribers.
+/// One client connection: frames request lines, answers them, registers subscribers. It tells the connection's
+/// guard when a request starts and is answered, and when the client becomes a subscriber (never idle then).
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -32,11 +34,12 @@ final class ClientHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         for frame in framer.append(buffer.readableBytesView) {
+            if case .line(let line) = frame, !line.contains(where: { $0 != 0x20 && $0 != 0x09 }) { continue }
+            context.triggerUserOutboundEvent(ConnectionUse.requestStarted, promise: nil)
             switch frame {
             case .oversized:
                 send(.error(ProtocolError(.lineTooLong, "request lines are limited to \(maximumRequestLineLength) bytes")), context: context)
             case .line(let line):
-                guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
                 handle(RequestParser.parse(line), context: context)
             }
         }
@@ -128,6 +131,8 @@ final class ClientHandler: ChannelInboundHandler {
             return
         }
         channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil)
+        if case .subscribed = reply { channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil) }
+        channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import ReachdModel
 import ReachdProtocol
+import ReachdServiceKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,11 +14,18 @@ public final class SocketServer: Sendable {
     public struct Limits: Sendable {
         /// Bytes queued for one client before it counts as not reading and is dropped.
         public var clientQueueBytes: Int
+        /// Connections per user and in all, and the idle timeout (docs/limits.md).
+        public var connections: ConnectionLimits
 
-        public init(clientQueueBytes: Int = 256 * 1024) {
+        public init(clientQueueBytes: Int = 256 * 1024, connections: ConnectionLimits = SocketServer.connectionLimits) {
             self.clientQueueBytes = clientQueueBytes
+            self.connections = connections
         }
     }
+
+    /// dbus-daemon's defaults for its system bus (256 per user, 2,048 in all), 128 more for root and the
+    /// members of reachd's group, and 15 s to send a request (reachctl and the library send theirs at once).
+    public static let connectionLimits = ConnectionLimits(perUser: 256, total: 2048, reserved: 128, idleSeconds: 15)
 
     /// Where clients connect: a path reachd binds (and removes at shutdown), or a socket systemd passed.
     public enum Endpoint: Sendable {
@@ -64,13 +72,22 @@ public final class SocketServer: Sendable {
         self.registries = registries
         let queueBytes = limits.clientQueueBytes
         let frozenRegistries = registries
+        let limiter = PeerLimiter(
+            limits: limits.connections, isPrivileged: { $0.isPrivileged(includingGroup: true) },
+            refusalLine: { Reply.error(ProtocolError(.tooManyConnections, $0)).encodedLine() }, logger: logger,
+            count: { metrics?.clientDropped(reason: $0) }
+        )
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
+            // Out of descriptors (EMFILE, ENFILE): accepting pauses a moment instead of spinning on the ready socket.
+            .serverChannelInitializer { server in
+                server.eventLoop.makeCompletedFuture { try server.pipeline.syncOperations.addHandler(AcceptBackoffHandler()) }
+            }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
             // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
             .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536))
             .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture {
+                limiter.admit(child) { _ in
                     let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
                     try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, metrics: metrics, logger: logger))
                 }

@@ -101,6 +101,8 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case internalError = "internal"
         /// `fetch`: neither the network nor the cache can give the body; the message says why.
         case unavailable = "unavailable"
+        /// The connection was refused: its user (or everyone) holds as many connections as the daemon serves.
+        case tooManyConnections = "too_many_connections"
     }
 
     public var code: Code

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import ReachdDaemon
 import ReachdProtocol
+import ReachdServiceKit
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
@@ -15,24 +16,34 @@ final class TransferServer: Sendable {
     private let endpoint: SocketServer.Endpoint
     private let logger: Logger
 
-    init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, access: InstanceAccess, logger: Logger) async throws {
+    /// dbus-daemon's per-user default (256); 512 in all (a user's own instance serves one user, the system instance
+    /// root and its group's members), 64 more for root and the instance's own user; 15 s to send a request.
+    static let connectionLimits = ConnectionLimits(perUser: 256, total: 512, reserved: 64, idleSeconds: 15)
+
+    /// Serves `endpoint`. Peers `access` does not admit are told why and closed at once; admitted ones are counted
+    /// against `limits`.
+    init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, access: InstanceAccess,
+         limits: ConnectionLimits = TransferServer.connectionLimits, logger: Logger) async throws {
         self.logger = logger
+        let limiter = PeerLimiter(
+            limits: limits, isPrivileged: { $0.isPrivileged(includingGroup: false) },
+            refusalLine: { TransferReply.error(ProtocolError(.tooManyConnections, $0)).encodedLine() }, logger: logger
+        )
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
+            // Out of descriptors (EMFILE, ENFILE): accepting pauses a moment instead of spinning on the ready socket.
+            .serverChannelInitializer { server in
+                server.eventLoop.makeCompletedFuture { try server.pipeline.syncOperations.addHandler(AcceptBackoffHandler()) }
+            }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 128 * 1024, high: 1024 * 1024))
             .childChannelInitializer { child in
-                guard let provider = child as? SocketOptionProvider else {
-                    return child.eventLoop.makeFailedFuture(ChannelError.operationUnsupported)
-                }
-                let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERCRED))
-                let groups: EventLoopFuture<PeerGroups> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: SO_PEERGROUPS))
-                // More groups than PeerGroups holds (ERANGE): none counted, the uid and primary group still are.
-                return credentials.and(groups.recover { _ in PeerGroups() }).flatMapThrowing { peer, peerGroups in
-                    let owner = Owner(uid: peer.uid, gid: peer.gid, groups: peerGroups.list)
-                    try child.pipeline.syncOperations.addHandler(
-                        TransferConnection(owner: owner, refusal: access.admits(owner) ? nil : access.refusal(for: owner),
-                                           scheduler: scheduler, cache: cache, logger: logger))
-                }
+                limiter.admit(child, refuse: { peer in
+                    let owner = Owner(peer)
+                    guard !access.admits(owner) else { return nil }
+                    return TransferReply.error(ProtocolError(.permissionDenied, access.refusal(for: owner))).encodedLine()
+                }, accept: { peer in
+                    try child.pipeline.syncOperations.addHandler(TransferConnection(owner: Owner(peer), scheduler: scheduler, cache: cache, logger: logger))
+                })
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)
         self.endpoint = endpoint
@@ -44,22 +55,9 @@ final class TransferServer: Sendable {
     }
 }
 
-/// `struct ucred` of SO_PEERCRED (Glibc hides it behind _GNU_SOURCE): three 32-bit fields.
-struct PeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}
-
-/// SO_PEERGROUPS' answer: up to 256 supplementary gids, in storage NIO zeroes first. NIO does not hand back
-/// the length the kernel wrote, so gid 0 (root's group, never the system instance's: it refuses to run in it)
-/// is dropped with the unused tail.
-struct PeerGroups: Sendable {
-    var storage = InlineArray<256, UInt32>(repeating: 0)
-
-    var list: [UInt32] {
-        storage.indices.map { storage[$0] }.filter { $0 != 0 }
-    }
+extension Owner {
+    /// The owner a Unix-socket peer acts as.
+    init(_ peer: Peer) { self.init(uid: peer.uid, gid: peer.gid, groups: peer.groups) }
 }
 
 /// One client: frames lines, hands requests to a per-connection task that answers them in order. What one
@@ -77,16 +75,13 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     private var queued = 0
     private var context: ChannelHandlerContext?
     private let owner: Owner
-    private let refusal: String?
     private let scheduler: TransferScheduler
     private let cache: OfflineCache
     private let logger: Logger
     private var requests: AsyncStream<Result<TransferRequest, ProtocolError>>.Continuation?
 
-    /// `refusal`: why this peer may not use the instance (every request but `ping` is answered with it), nil if it may.
-    init(owner: Owner, refusal: String?, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) {
+    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, logger: Logger) {
         self.owner = owner
-        self.refusal = refusal
         self.scheduler = scheduler
         self.cache = cache
         self.logger = logger
@@ -100,7 +95,7 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
         let (stream, continuation) = AsyncStream<Result<TransferRequest, ProtocolError>>.makeStream()
         requests = continuation
         let channel = context.channel
-        let session = TransferSession(owner: owner, refusal: refusal, scheduler: scheduler, cache: cache, channel: channel, logger: logger)
+        let session = TransferSession(owner: owner, scheduler: scheduler, cache: cache, channel: channel, logger: logger)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
         Task {
@@ -129,6 +124,7 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     /// buffer, then the client, wait) until one is answered.
     private func enqueue(_ request: Result<TransferRequest, ProtocolError>, context: ChannelHandlerContext) {
         guard let requests else { return }
+        context.triggerUserOutboundEvent(ConnectionUse.requestStarted, promise: nil)
         queued += 1
         requests.yield(request)
         if queued == Self.maximumQueuedRequests { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
@@ -155,17 +151,15 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
 /// Answers one connection's requests in order; a `watch` keeps sending events until the client leaves.
 actor TransferSession {
     private let owner: Owner
-    private let refusal: String?
     private let scheduler: TransferScheduler
     private let cache: OfflineCache
     private let channel: any Channel
     private let logger: Logger
     private var watcher: Int?
 
-    init(owner: Owner, refusal: String?, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel, logger: Logger) {
+    init(owner: Owner, scheduler: TransferScheduler, cache: OfflineCache, channel: any Channel, logger: Logger) {
         self.logger = logger
         self.owner = owner
-        self.refusal = refusal
         self.scheduler = scheduler
         self.cache = cache
         self.channel = channel
@@ -186,7 +180,6 @@ actor TransferSession {
     }
 
     private func answer(_ request: TransferRequest) async throws(ProtocolError) -> TransferReply {
-        if let refusal, request.op != .ping { throw ProtocolError(.permissionDenied, refusal) }
         switch request.op {
         case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh, .remove, .clean:
             return try await scheduler.answer(request, owner: owner)
@@ -201,6 +194,7 @@ actor TransferSession {
                 Self.write(.event(job: job), to: channel)
             }
             watcher = token
+            channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil)
             return .jobs(id: request.id, jobs: jobs)
         }
     }
@@ -217,6 +211,7 @@ actor TransferSession {
             return channel.close(promise: nil)
         }
         Self.write(reply, to: channel)
+        channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
     }
 
     private static func write(_ reply: TransferReply, to channel: any Channel) {
