@@ -3,28 +3,33 @@ import ReachdConfig
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
+import ReachdServiceKit
 
 /// Serves `GET /metrics` in Prometheus's text exposition format over HTTP/1.1, on a TCP address or a Unix
-/// socket. Each scrape calls `render` (on a task: it may ask actors) and answers with what it returns. Idle,
-/// it arms no timer: a daemon nobody scrapes does not wake up for it.
+/// socket. Each scrape calls `render` (on a task: it may ask actors) and answers with what it returns. Idle
+/// connections cannot keep a scraper out (`ScrapeConnections`); with none open, it arms no timer.
 public final class MetricsEndpoint: Sendable {
-    /// Connections served at once; more are closed as they arrive (a scraper needs one).
-    public static let maximumConnections = 16
+    /// Connections served at once; a newcomer past them replaces the one idle longest.
+    public static let maximumConnections = ScrapeConnections.capacity
 
     private let channel: any Channel
 
     /// Binds `address` and starts serving; a socket path must be free (the daemons prepare it first).
     public init(address: MetricsAddress, group: any EventLoopGroup, logger: Logger,
                 render: @escaping @Sendable () async -> [UInt8]) async throws {
-        let connections = ConnectionCount()
+        let connections = ScrapeConnections()
         let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 16)
+            .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // Out of descriptors (EMFILE, ENFILE): accepting pauses a moment instead of spinning on the ready socket.
+            .serverChannelInitializer { server in
+                server.eventLoop.makeCompletedFuture { try server.pipeline.syncOperations.addHandler(AcceptBackoffHandler()) }
+            }
             .childChannelInitializer { channel in
-                guard connections.enter() else { return channel.close() }
-                channel.closeFuture.whenComplete { _ in connections.leave() }
+                guard connections.admit(channel) else { return channel.eventLoop.makeSucceededVoidFuture() }
                 return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ConnectionGuard(timeout: ScrapeConnections.idleTimeout))
+                    try channel.pipeline.syncOperations.addHandler(ScrapeSlotMarker(connections: connections))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(ScrapeHandler(render: render))
                 }
@@ -46,21 +51,6 @@ public final class MetricsEndpoint: Sendable {
     }
 }
 
-/// Open connections, bounded by `MetricsEndpoint.maximumConnections`.
-private final class ConnectionCount: Sendable {
-    private let open = Mutex(0)
-
-    func enter() -> Bool {
-        open.withLock { open in
-            guard open < MetricsEndpoint.maximumConnections else { return false }
-            open += 1
-            return true
-        }
-    }
-
-    func leave() { open.withLock { $0 -= 1 } }
-}
-
 /// One connection: `GET /metrics` (also HEAD) answered with the exposition, anything else 404 or 405.
 private final class ScrapeHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = HTTPServerRequestPart
@@ -72,6 +62,7 @@ private final class ScrapeHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let head) = unwrapInboundIn(data) else { return }
+        context.triggerUserOutboundEvent(ConnectionUse.requestStarted, promise: nil)
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         let keepAlive = head.isKeepAlive, version = head.version
         let loop = context.eventLoop
@@ -103,7 +94,11 @@ private final class ScrapeHandler: ChannelInboundHandler, Sendable {
         context.write(NIOAny(HTTPServerResponsePart.head(HTTPResponseHead(version: version, status: status, headers: headers))), promise: nil)
         if !bodyless { context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
         let done = context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)))
-        if !keepAlive { done.whenComplete { [channel = context.channel] _ in channel.close(promise: nil) } }
+        let channel = context.channel
+        done.whenComplete { _ in
+            channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
+            if !keepAlive { channel.close(promise: nil) }
+        }
     }
 }
 
