@@ -1,0 +1,102 @@
+import Foundation
+import ReachdClient
+import ReachdProtocol
+import XCTest
+
+/// A hostile local user's idle connections against every socket the daemons listen on (docs/limits.md): the
+/// attacker (Tests/Support/idle_attack.py) runs as nobody, the victim is root.
+final class ConnectionLimitIntegrationTests: XCTestCase {
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Support/idle_attack.py").standardized.path
+    private var lab: NetLab!
+    private var transferLab: TransferLab?
+    private var attacker: Process?
+
+    override func tearDown() {
+        if let attacker, attacker.isRunning {
+            attacker.terminate()
+            attacker.waitUntilExit()
+        }
+        transferLab?.tearDown()
+        lab?.tearDown()
+    }
+
+    /// Starts the attacker as nobody in the host namespace and returns what it printed once its connections were open.
+    private func attack(_ targets: [String], in host: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", host] + TransferLab.asUser("nobody") + ["/usr/bin/python3", Self.script] + targets
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        attacker = process
+        let lines = LineReader(pipe.fileHandleForReading)
+        var said: [String] = []
+        while true {
+            let line = try lines.next(timeout: 60)
+            if line == "ready" { return said }
+            said.append(line)
+        }
+    }
+
+    func testOneUserHoldsAtMostItsShareOfReachdsSocketAndRootIsStillServed() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon()
+        let said = try attack(["unix:\(lab.socketPath):300"], in: lab.host)
+        XCTAssertTrue(said.contains("open: unix:\(lab.socketPath):300 kept 256 of 300"), "\(said)")
+        let refusal = said.first { $0.hasPrefix("refused: ") } ?? ""
+        XCTAssertTrue(refusal.contains("\"code\":\"too_many_connections\"") && refusal.contains("uid 65534 holds 256 connections"), refusal)
+        let status = try lab.reachctl(["status"])
+        XCTAssertEqual(status.status, 0, status.err)
+        XCTAssertTrue(status.out.contains("wired"), status.out)
+    }
+
+    func testAConnectionHoldingHalfALineIsClosedButASubscriberStays() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon()
+        let subscriber = try lab.subscribe()
+        let idle = try ReachdConnection(path: lab.socketPath)
+        try idle.send(raw: Array("{\"op\":\"sta".utf8))
+        let started = Date()
+        XCTAssertThrowsError(try idle.nextLine(timeout: 60), "half a line held the connection for a minute") { error in
+            guard case ClientError.closed = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 14, "closed before the idle timeout")
+        try subscriber.connection.send(Request(op: .ping, id: .number(7)))
+        XCTAssertEqual(try subscriber.connection.nextReply(timeout: 30), .pong(id: .number(7)), "the subscriber was closed as idle")
+    }
+
+    func testAPeerTheSystemInstanceRefusesIsToldWhyAndClosedAtOnce() throws {
+        let transfers = try TransferLab()
+        transferLab = transfers
+        try transfers.startDaemon()
+        let probe = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+            line = s.recv(4096); rest = s.recv(4096)
+            print(line.decode().strip()); print("closed" if rest == b"" else "open")
+            """
+        let out = try transfers.lab.run("ip netns exec \(transfers.lab.host) \(TransferLab.asUser("nobody").joined(separator: " ")) "
+            + "/usr/bin/python3 -c '\(probe)' \(transfers.socketPath) 2>&1")
+        XCTAssertTrue(out.contains("\"code\":\"permission_denied\"") && out.contains("uid 65534 is not allowed"), out)
+        XCTAssertTrue(out.hasSuffix("closed\n"), out)
+        let list = try transfers.download(["list"])
+        XCTAssertEqual(list.status, 0, list.err)
+    }
+
+    func testIdleConnectionsDoNotKeepAScrapeOut() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon(config: "[metrics]\nlisten = \"127.0.0.1:19466\"\n")
+        let said = try attack(["tcp:127.0.0.1:19466:200"], in: lab.host)
+        let kept = said.first { $0.hasPrefix("open: ") }.flatMap { Int($0.split(separator: " ")[3]) }
+        XCTAssertNotNil(kept, "\(said)")
+        XCTAssertLessThanOrEqual(kept ?? .max, 64, "\(said)")
+        for _ in 0..<3 {
+            let scrape = try lab.run("ip netns exec \(lab.host) curl -s --max-time 5 -o /dev/null -w '%{http_code}' http://127.0.0.1:19466/metrics; true")
+            XCTAssertEqual(scrape, "200", "a scrape behind 200 idle connections")
+        }
+    }
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Hostile local users against reachd (and a transfer instance), run by bench/hostile inside its namespace.
+Attackers run as uid 65534 (nobody); the victim's requests as root. Prints one line per figure.
+
+  idle      nobody holds N connections with half a request line: root's time to an answer, the daemon's CPU and
+            descriptors while they are held, descriptors 3 s after nobody leaves.
+  mixed     malformed lines, a 10 MiB line, 1,000 connect/close cycles, 200 slowloris, 50 subscribers to 200
+            hosts each that never read, while the link flaps every 150 ms: RSS before, peak, 3 s after.
+  metrics   nobody holds N idle TCP connections to the metrics endpoint: does a scrape get through?
+Sends nothing beyond Unix sockets and loopback."""
+import argparse, json, os, resource, signal, socket, subprocess, sys, time
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+
+
+def cpu_ticks(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def as_nobody(body):
+    """Runs body() in a child process as uid/gid 65534; returns its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([]); os.setgid(65534); os.setuid(65534)
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            body()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def hold_forever(socks):
+    signal.pause()
+
+
+def unix(path):
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(path)
+    return sock
+
+
+def root_answer_ms(path, request, timeout=5.0):
+    """Milliseconds until root's request is answered, or None (timeout, refused, closed)."""
+    start = time.monotonic()
+    try:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.settimeout(timeout)
+        sock.connect(path)
+        sock.sendall((json.dumps(request) + "\n").encode())
+        line = sock.makefile("rb").readline()
+        sock.close()
+        if not line or b'"error"' in line:
+            return None
+    except OSError:
+        return None
+    return round((time.monotonic() - start) * 1000, 1)
+
+
+def idle(args, pid, path, request):
+    def attack():
+        held = []
+        for _ in range(args.connections):
+            try:
+                sock = unix(path)
+                sock.send(b'{"op":"sta')
+                held.append(sock)
+            except OSError:
+                pass
+        open(args.ready, "w").close()
+        hold_forever(held)
+    fd0 = fds(pid)
+    attacker = as_nobody(attack)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(args.ready) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)
+    ticks0 = cpu_ticks(pid)
+    answers = [root_answer_ms(path, request) for _ in range(3)]
+    time.sleep(3)
+    cpu = (cpu_ticks(pid) - ticks0) / HZ / (3 + sum(a or 5 for a in answers) / 1000) * 100
+    held = fds(pid)
+    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0); os.unlink(args.ready)
+    time.sleep(3)
+    print(f"idle: {args.connections} connections of nobody: root answered in {answers} ms (None = no answer within 5 s); "
+          f"daemon CPU {cpu:.0f}%; fds {fd0} idle, {held} under attack, {fds(pid)} 3 s after", flush=True)
+
+
+def mixed(args, pid, path):
+    hosts = [f"h{i}.bench" for i in range(1, 1001)]
+    def subscribers():
+        held = []
+        for c in range(50):
+            sock = unix(path)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall((json.dumps({"op": "subscribe", "hosts": [hosts[(c * 200 + i) % 1000] for i in range(200)]}) + "\n").encode())
+            held.append(sock)
+        hold_forever(held)
+    def slowloris():
+        held = [unix(path) for _ in range(200)]
+        for _ in range(args.seconds):
+            for sock in held:
+                try: sock.send(b"x")
+                except OSError: pass
+            time.sleep(1)
+        hold_forever(held)
+    def garbage():
+        end = time.monotonic() + args.seconds
+        big = b"y" * (10 << 20) + b"\n"
+        try:
+            with unix(path) as sock:
+                sock.sendall(big)
+        except OSError:
+            pass
+        cycles = 0
+        while time.monotonic() < end:
+            try:
+                with unix(path) as sock:
+                    sock.sendall(b"not json\n{\"op\":\"nope\"}\n[1,2]\n")
+                    cycles += 1
+            except OSError:
+                pass
+            if cycles >= 1000: time.sleep(0.05)
+    base = rss_kb(pid)
+    attackers = [as_nobody(body) for body in (subscribers, slowloris, garbage)]
+    peak, end, down = base, time.monotonic() + args.seconds, True
+    next_flap = time.monotonic()
+    while time.monotonic() < end:
+        if time.monotonic() >= next_flap:
+            subprocess.run(["ip", "link", "set", args.flap, "down" if down else "up"], check=True)
+            down, next_flap = not down, next_flap + 0.15
+        peak = max(peak, rss_kb(pid))
+        time.sleep(0.02)
+    subprocess.run(["ip", "link", "set", args.flap, "up"], check=True)
+    for attacker in attackers:
+        os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
+    time.sleep(3)
+    print(f"mixed: RSS {base / 1024:.1f} MB before, peak {peak / 1024:.1f} MB (+{(peak - base) / 1024:.1f}), "
+          f"{rss_kb(pid) / 1024:.1f} MB 3 s after the clients left (+{(rss_kb(pid) - base) / 1024:.1f})", flush=True)
+
+
+def metrics(args, pid, port):
+    def attack():
+        held = []
+        for _ in range(args.connections):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", port)))
+            except OSError:
+                pass
+        open(args.ready, "w").close()
+        hold_forever(held)
+    attacker = as_nobody(attack)
+    while not os.path.exists(args.ready):
+        time.sleep(0.05)
+    time.sleep(1)
+    results = []
+    for _ in range(3):
+        start = time.monotonic()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                ok = sock.recv(12).startswith(b"HTTP/1.1 200")
+            results.append(round((time.monotonic() - start) * 1000, 1) if ok else None)
+        except OSError:
+            results.append(None)
+    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0); os.unlink(args.ready)
+    print(f"metrics: {args.connections} idle TCP connections of nobody: scrapes answered in {results} ms (None = failed)", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=["idle", "mixed", "metrics"])
+    parser.add_argument("--pid", type=int, required=True)
+    parser.add_argument("--socket")
+    parser.add_argument("--transfers", action="store_true", help="the socket is a transfer instance's")
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--connections", type=int, default=1500)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--flap", default="eth0p")
+    parser.add_argument("--ready", default=f"/tmp/hostile-ready-{os.getpid()}")
+    args = parser.parse_args()
+    if args.scenario == "idle":
+        idle(args, args.pid, args.socket, {"op": "list"} if args.transfers else {"op": "status"})
+    elif args.scenario == "mixed":
+        mixed(args, args.pid, args.socket)
+    else:
+        metrics(args, args.pid, args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
