@@ -8,6 +8,8 @@ public enum SocketFileError: Error, CustomStringConvertible, Sendable {
     case inUse(String)
     /// The path is too long for `sockaddr_un`.
     case pathTooLong(String)
+    /// Something that is not a socket is in the way.
+    case notASocket(String)
     /// A system call failed.
     case system(call: String, path: String, errno: Int32)
     /// systemd passed descriptors reachd cannot serve on.
@@ -17,6 +19,7 @@ public enum SocketFileError: Error, CustomStringConvertible, Sendable {
         switch self {
         case .inUse(let path): "\(path) is in use by a running daemon"
         case .pathTooLong(let path): "socket path too long (max 107 bytes): \(path)"
+        case .notASocket(let path): "cannot listen on \(path): it exists and is not a socket"
         case .system(let call, let path, let code): "\(call)(\(path)): \(String(cString: strerror(code)))"
         case .activation(let detail): "socket activation: \(detail)"
         }
@@ -35,9 +38,7 @@ package enum SocketFile {
         }
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
-        guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw SocketFileError.system(call: "bind", path: path, errno: EEXIST)
-        }
+        guard info.st_mode & S_IFMT == S_IFSOCK else { throw SocketFileError.notASocket(path) }
         if isAccepting(path) { throw SocketFileError.inUse(path) }
         guard unlink(path) == 0 else { throw SocketFileError.system(call: "unlink", path: path, errno: errno) }
     }

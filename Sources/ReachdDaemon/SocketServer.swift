@@ -121,7 +121,12 @@ extension SocketServer.Endpoint {
         switch self {
         case .path(let path):
             try SocketFile.prepare(path: path)
-            let channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            let channel: any Channel
+            do {
+                channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+            } catch let error as IOError {
+                throw SocketFileError.system(call: "bind", path: path, errno: error.errnoCode)
+            }
             chmod(path, 0o666)
             logger.info("listening on \(path)")
             return channel

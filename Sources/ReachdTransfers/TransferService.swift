@@ -56,13 +56,31 @@ public struct TransferServiceOptions: Sendable {
 /// with the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
 public enum TransferService {
     public static func run(options: TransferServiceOptions, logger: Logger) async throws {
+        let started = StartedParts()
+        do {
+            try await serve(options, logger: logger, started: started)
+        } catch {
+            // A part that cannot start (a socket path that cannot be bound, a busy metrics port) stops the ones
+            // before it: the error is reported as one line, never as a crash of threads left running.
+            await started.stopAll()
+            throw error
+        }
+        await started.stopAll()
+        logger.info("stopped")
+    }
+
+    /// Starts every part (each registers how it stops) and returns at SIGTERM or SIGINT.
+    private static func serve(_ options: TransferServiceOptions, logger: Logger, started: StartedParts) async throws {
         try makeDirectory(options.stateDirectory, mode: 0o700)
         let store = try JobStore(directory: options.stateDirectory)
         let files = UserFiles(guarded: [options.stateDirectory, options.cacheDirectory])
+        started.add { await files.shutdown() }
         // The system instance uses only the configured netrc; a user's own instance also that user's ~/.netrc.
         let netrc = options.access.isSystem ? options.configuration.netrcPath : options.configuration.netrcPath ?? CredentialSource.ownNetrc
         let fetcher = Fetcher(caFile: options.configuration.caFile, readTimeout: options.configuration.readTimeoutSeconds, logger: logger)
+        started.add { await fetcher.shutdown() }
         let (hosts, network, reachd) = try await verdicts(options, logger: logger)
+        started.add { await reachd?.stop() }
         var settings = TransferScheduler.Settings()
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
@@ -75,6 +93,8 @@ public enum TransferService {
                                           logger: logger)
         hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
         try network?.start()
+        started.add { await network?.stop() }
+        started.add { await scheduler.stopAll() }
         try await scheduler.load()
         let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
@@ -86,23 +106,18 @@ public enum TransferService {
             threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
         )
         let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger)
-        var metricsEndpoint: MetricsEndpoint?
+        started.add { await server.shutdown() }
         if let metrics, let address = options.configuration.transfersMetricsListen {
-            do {
-                metricsEndpoint = try await MetricsEndpoint.start(on: address, logger: logger) {
-                    metrics.render(jobStates: await scheduler.stateCounts())
-                }
-            } catch {
-                await server.shutdown()
-                await scheduler.stopAll()
-                await reachd?.stop()
-                await network?.stop()
-                throw error
+            let metricsEndpoint = try await MetricsEndpoint.start(on: address, logger: logger) {
+                metrics.render(jobStates: await scheduler.stateCounts())
             }
+            started.add { await metricsEndpoint.stop() }
         }
         let bus = await startBus(options.bus, scheduler: scheduler, access: options.access, logger: logger)
+        started.add { await bus?.stop() }
         Systemd.ready(status: "serving transfers")
         let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
+        started.add { watchdog?.cancel() }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             ShutdownSignals.onSignal { signal in
                 logger.info("signal \(signal): shutting down")
@@ -110,16 +125,6 @@ public enum TransferService {
                 done.resume()
             }
         }
-        watchdog?.cancel()
-        await metricsEndpoint?.stop()
-        await bus?.stop()
-        await server.shutdown()
-        await scheduler.stopAll()
-        await reachd?.stop()
-        await network?.stop()
-        await fetcher.shutdown()
-        await files.shutdown()
-        logger.info("stopped")
     }
 
     /// Where per-host verdicts come from (`TransferServiceOptions.verdicts`): reachd's socket, or a netlink watcher of
@@ -174,5 +179,18 @@ public enum TransferService {
             let prefix = "/" + components.joined(separator: "/")
             if mkdir(prefix, mode) != 0 && errno != EEXIST { throw FileError("cannot create the directory \(prefix)") }
         }
+    }
+}
+
+/// The parts of the service that have started, each with how it stops: stopped last first, at shutdown or when
+/// a later part cannot start.
+private final class StartedParts: @unchecked Sendable {
+    private var stops: [@Sendable () async -> Void] = []
+
+    /// Only `serve` adds, before it returns; `stopAll` runs after it.
+    func add(_ stop: @escaping @Sendable () async -> Void) { stops.append(stop) }
+
+    func stopAll() async {
+        while let stop = stops.popLast() { await stop() }
     }
 }
