@@ -286,7 +286,7 @@ final class Fetcher: Sendable {
                 }
                 return error.outcome
             case .success(let answer):
-                guard credentials == nil, let target = Self.redirectTarget(of: answer, from: url) else { return Self.outcome(of: answer) }
+                guard credentials == nil, let target = Self.redirectTarget(of: answer, from: url) else { return answer.outcome(now: Double(time(nil))) }
                 guard visited.count <= 5, !visited.contains(target) else {
                     return Self.outcome(of: HTTPClientError.redirectLimitReached).outcome
                 }
@@ -363,18 +363,6 @@ final class Fetcher: Sendable {
             if Task.isCancelled { return .failure(OutcomeError(.stopped)) }
         }
         return .success(answer)
-    }
-
-    /// An upload's outcome from the server's answer: its status and the start of its body.
-    private static func outcome(of answer: UploadAnswer) -> FetchOutcome {
-        let text = String(decoding: answer.snippet, as: UTF8.self)
-        switch answer.status {
-        case 200..<300: return .uploaded(status: answer.status, body: text)
-        case 408, 425, 429, 500...599:
-            let seconds = answer.retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
-            return .retry(reason: "server answered \(answer.status)", retryAfter: seconds)
-        default: return .failed(reason: "failed: server answered \(answer.status)" + (text.isEmpty ? "" : ": \(text.prefix(200))"))
-        }
     }
 
     /// What a cache fetch got.
