@@ -229,6 +229,30 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(received + "/landed.bin"), source.sum)
     }
 
+    /// Terminal escapes from a hostile server (its answer, quoted in the reason: OSC 52 sets the clipboard, CSI as a C1
+    /// control, a bidi override) and in a file name (OSC 0 sets the window title): the daemon stores the reason escaped,
+    /// reachctl prints no control character for people, and `--json` keeps the name exact.
+    func testControlCharactersFromTheServerOrInAFileNameAreNeverPrinted() throws {
+        try start()
+        let name = lab.out + "/evil\u{1b}]0;owned\u{07}\u{9b}2J.bin"
+        try FileManager.default.moveItem(atPath: try file("t.bin", bytes: 1000).path, toPath: name)
+        let answer = "\u{1b}]52;c;cm0gLXJmIH4K\u{07}\r\n  line two\u{9b}31m\u{202e}"
+        let id = try upload(name, to: url("t.bin?status=403&body=" + answer.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!))
+        let failed = try lab.waitFor(id, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.reason, "failed: server answered 403: \\x1b]52;c;cm0gLXJmIH4K\\x07 line two\\u{9b}31m\\u{202e}")
+        let shown = [try lab.download(["list"]), try lab.download(["show", id]), try lab.download(["wait", id])]
+        for (status, out, err) in shown {
+            XCTAssertNotEqual(status, 2, err)
+            let printed = out + err
+            XCTAssertFalse(printed.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7f...0x9f).contains($0.value) },
+                           printed.debugDescription)
+        }
+        for listed in shown[..<2] { XCTAssertTrue(listed.out.contains("evil\\x1b]0;owned\\x07\\u{9b}2J.bin"), listed.out) }
+        XCTAssertTrue(shown[2].err.contains("line two\\u{9b}31m"), shown[2].err)
+        let json = try lab.download(["show", id, "--json"]).out
+        XCTAssertEqual(try JSONDecoder().decode(Job.self, from: Data(json.utf8)).output, name)
+    }
+
     /// A file cut short once its last piece is handed to NIO: sendfile would send nothing, again and again, until the
     /// read timeout; the job fails at once with what happened.
     func testAFileThatGetsShorterWhileItIsSentFailsTheJob() throws {
