@@ -26,7 +26,8 @@ public struct Configuration: Hashable, Sendable {
     /// `[downloads] max_jobs_per_user` and `max_jobs`: jobs one user, and the service, may hold (finished included).
     public var maximumJobsPerUser = 1000
     public var maximumJobs = 10000
-    /// `[downloads] keep_finished_seconds`: finished jobs are forgotten after this long; 0 keeps them.
+    /// `[downloads] keep_finished_seconds`: finished jobs are forgotten after this long; 0 keeps them. At most 10 years
+    /// (315360000 s): the scheduler counts it in microseconds, which a larger value could overflow.
     public var keepFinishedSeconds: Int64 = 30 * 86400
     /// `[downloads] read_timeout_seconds`: a server that sends nothing for this long loses the connection
     /// (the attempt is retried later).
@@ -124,8 +125,8 @@ extension Configuration {
                 if key == "max_jobs" { maximumJobs = Int(count) } else { maximumJobsPerUser = Int(count) }
             }
             if let keep = section["keep_finished_seconds"] {
-                guard let seconds = keep.integer, seconds >= 0 else {
-                    throw ConfigurationError("downloads: \"keep_finished_seconds\" must be a number of seconds (0: keep finished jobs)")
+                guard let seconds = keep.integer, (0...315_360_000).contains(seconds) else {
+                    throw ConfigurationError("downloads: \"keep_finished_seconds\" must be 0 to 315360000 seconds (10 years; 0 keeps finished jobs)")
                 }
                 keepFinishedSeconds = seconds
             }

@@ -42,12 +42,12 @@ protocol FetchObserver: Sendable {
 
 /// One attempt at a job over HTTP with async-http-client: Range/If-Range resume, the body streamed
 /// to the partial file with backpressure (one batch written on a file thread while the next arrives),
-/// lengths checked. Requests with credentials use a client that follows no redirects (the header must not
-/// travel to another server). Every request has a connection of its own (`Connection: close`): a pooled
-/// connection may belong to a route that is gone since (it would hang until the read timeout).
+/// lengths checked. Requests with credentials or a body use a client that follows no redirects (the header must not
+/// travel to another server; an upload must not become a GET). Every request has a connection of its own
+/// (`Connection: close`): a pooled connection may belong to a route that is gone since (it would hang until the read timeout).
 final class Fetcher: Sendable {
     private let client: HTTPClient
-    private let authenticatedClient: HTTPClient
+    private let clientWithoutRedirects: HTTPClient
     private let fileThreads: NIOThreadPool
     private let logger: Logger
     /// Bytes gathered before a write: small, because what is received but not yet written is fetched
@@ -82,7 +82,7 @@ final class Fetcher: Sendable {
         }
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         configuration.redirectConfiguration = .disallow
-        authenticatedClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        clientWithoutRedirects = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         fileThreads = NIOThreadPool(numberOfThreads: 2)
         fileThreads.start()
         self.logger = logger
@@ -90,7 +90,7 @@ final class Fetcher: Sendable {
 
     func shutdown() async {
         try? await client.shutdown()
-        try? await authenticatedClient.shutdown()
+        try? await clientWithoutRedirects.shutdown()
         try? await fileThreads.shutdownGracefully()
     }
 
@@ -177,8 +177,8 @@ final class Fetcher: Sendable {
         commonFields + (credentials.map { [("Authorization", $0.authorization)] } ?? [])
     }
 
-    /// Sends `request` (with the credentials, over https or when the job allows plain http); a failure is
-    /// the job's outcome.
+    /// Sends `request` (with the credentials, over https or when the job allows plain http); a failure is the job's outcome.
+    /// Redirects are followed only without credentials and body (a POST answered 301/302, or any 303, would become a GET).
     private func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool,
                       deadline: NIODeadline = .distantFuture) async -> Result<HTTPClientResponse, OutcomeError> {
         let sent: HTTPClientRequest
@@ -187,7 +187,7 @@ final class Fetcher: Sendable {
         case .success(let withCredentials): sent = withCredentials
         }
         do {
-            return .success(try await (credentials == nil ? client : authenticatedClient).execute(sent, deadline: deadline))
+            return .success(try await (credentials == nil && request.body == nil ? client : clientWithoutRedirects).execute(sent, deadline: deadline))
         } catch {
             return .failure(Self.outcome(of: error))
         }
@@ -233,8 +233,8 @@ final class Fetcher: Sendable {
     /// Sends the file `fd` (`size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
     /// POST (with a boundary found in neither the file nor the fields); restarts from byte 0 each attempt. Over
     /// plain http the file goes to the socket with `sendfile` (`SendfileBody`), else it is streamed (`UploadBody`).
-    /// Async-http-client follows no redirect with a streamed body, so a 307 or 308 is followed here, as for other
-    /// requests: at most 5, never in a loop, never with credentials.
+    /// Sent by the client that follows no redirects, an upload is redirected only here: by a 307 or 308, at most 5
+    /// times, never in a loop, never with credentials.
     func upload(_ job: Job, fd: Int32, size: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
@@ -257,7 +257,7 @@ final class Fetcher: Sendable {
             let progress: @Sendable (Int64) async -> Void = { sent in await observer.progress(jobID: id, bytes: sent) }
             let result: Result<UploadAnswer, OutcomeError>
             if url.lowercased().hasPrefix("http:") {
-                let eventLoop = authenticatedClient.eventLoopGroup.next()
+                let eventLoop = clientWithoutRedirects.eventLoopGroup.next()
                 do {
                     let body = try SendfileBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter,
                                                 pool: fileThreads, eventLoop: eventLoop)
@@ -286,7 +286,7 @@ final class Fetcher: Sendable {
                 }
                 return error.outcome
             case .success(let answer):
-                guard credentials == nil, let target = Self.redirectTarget(of: answer, from: url) else { return Self.outcome(of: answer) }
+                guard credentials == nil, let target = Self.redirectTarget(of: answer, from: url) else { return answer.outcome(now: Double(time(nil))) }
                 guard visited.count <= 5, !visited.contains(target) else {
                     return Self.outcome(of: HTTPClientError.redirectLimitReached).outcome
                 }
@@ -328,7 +328,7 @@ final class Fetcher: Sendable {
         // Made only for a request that is executed: its promise must be fulfilled.
         let delegate = UploadAnswerDelegate(eventLoop: eventLoop) { body.partWritten($0) }
         // On the body's event loop: NIO uses the file's descriptor there, and the body closes it there.
-        let task = authenticatedClient.execute(request: sent, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop))
+        let task = clientWithoutRedirects.execute(request: sent, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop))
         // A file that gets shorter after its last check would have NIO send nothing, again and again, until the
         // read timeout: looked at every second while the request runs.
         let watchdog = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
@@ -363,18 +363,6 @@ final class Fetcher: Sendable {
             if Task.isCancelled { return .failure(OutcomeError(.stopped)) }
         }
         return .success(answer)
-    }
-
-    /// An upload's outcome from the server's answer: its status and the start of its body.
-    private static func outcome(of answer: UploadAnswer) -> FetchOutcome {
-        let text = String(decoding: answer.snippet, as: UTF8.self)
-        switch answer.status {
-        case 200..<300: return .uploaded(status: answer.status, body: text)
-        case 408, 425, 429, 500...599:
-            let seconds = answer.retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
-            return .retry(reason: "server answered \(answer.status)", retryAfter: seconds)
-        default: return .failed(reason: "failed: server answered \(answer.status)" + (text.isEmpty ? "" : ": \(text.prefix(200))"))
-        }
     }
 
     /// What a cache fetch got.

@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import ReachdProtocol
+import ReachdTransferModel
 import Synchronization
 
 /// The start of a server's answer to an upload: what decides the job's outcome.
@@ -24,6 +26,20 @@ extension UploadAnswer {
     mutating func keep(_ part: ByteBuffer) -> Bool {
         snippet += part.readableBytesView.prefix(Self.snippetBytes - snippet.count)
         return snippet.count >= Self.snippetBytes
+    }
+
+    /// The upload's outcome by this answer (`now`: seconds since 1970, for a Retry-After date). A failure quotes the
+    /// start of the body on one line, control characters escaped: a server's text must not drive a terminal.
+    func outcome(now: Double) -> FetchOutcome {
+        let text = String(decoding: snippet, as: UTF8.self)
+        switch status {
+        case 200..<300: return .uploaded(status: status, body: text)
+        case 408, 425, 429, 500...599:
+            return .retry(reason: "server answered \(status)", retryAfter: retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: now) })
+        default:
+            let quote = String(text.split(whereSeparator: \.isWhitespace).joined(separator: " ").prefix(200)).terminalSafe
+            return .failed(reason: "failed: server answered \(status)" + (quote.isEmpty ? "" : ": \(quote)"))
+        }
     }
 }
 

@@ -81,19 +81,20 @@ func formatted(_ value: Double, digits: Int) -> String {
     return "\(whole)." + String(repeating: "0", count: max(0, digits - text.count)) + text
 }
 
-/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL  [status]`
+/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL  [status]`;
+/// terminal-safe (paths, URLs and reasons come from other users and servers).
 func humanLine(_ job: Job) -> String {
     if job.kind == .upload {
         let total = job.bytesTotal.map(byteCount) ?? "?"
         let status = job.responseStatus.map { "  [\($0)]" } ?? ""
         let reason = job.reason.map { "  (\($0))" } ?? ""
-        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)  \(job.output) -> \(job.url)\(status)\(reason)"
+        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)  \(job.output) -> \(job.url)\(status)\(reason)".terminalSafe
     }
     let total = job.bytesTotal.map(byteCount) ?? "?"
     let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesReceived) * 100 / Double($0)))%" : nil } ?? ""
     let reason = job.reason.map { "  (\($0))" } ?? ""
     let refresh = job.nextCheck.map { "  next check \($0)" } ?? ""
-    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)\(refresh)"
+    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)\(refresh)".terminalSafe
 }
 
 extension Reachctl {
@@ -138,7 +139,7 @@ extension Reachctl.Download {
                                     allowInsecureAuth: allowInsecureAuth)
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
-            printLine(json ? job.json : job.id)
+            printLine(json ? job.json : job.id.terminalSafe)
         }
     }
 
@@ -250,9 +251,9 @@ extension Reachctl.Download {
             progress.finish()
             if job.state == .completed { return }
             if !job.state.isTerminal {
-                writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; job \(job.id) is \(job.state.rawValue)\n")
+                writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; job \(job.id.terminalSafe) is \(job.state.rawValue)\n")
             } else if let reason = job.reason {
-                writeAll(2, "reachctl: job \(job.id): \(reason)\n")
+                writeAll(2, "reachctl: job \(job.id): \(reason)".terminalSafe + "\n")
             }
             throw ExitCode(1)
         }
@@ -284,11 +285,11 @@ struct ProgressDisplay {
             writeAll(1, "\r\u{1b}[K" + bar(job))
             drawn = true
             if job.state != lastState && job.state != .running, let reason = job.reason {
-                writeAll(1, "\n" + reason + "\n")
+                writeAll(1, "\n" + reason.terminalSafe + "\n")
                 drawn = false
             }
         } else if job.state != lastState || now - lastLine >= 1 {
-            printLine(bar(job) + (job.state != .running ? job.reason.map { "  (\($0))" } ?? "" : ""))
+            printLine(bar(job) + (job.state != .running ? job.reason.map { "  (\($0))".terminalSafe } ?? "" : ""))
             lastLine = now
         }
         lastState = job.state
@@ -298,9 +299,10 @@ struct ProgressDisplay {
         if terminal && drawn { writeAll(1, "\n") }
     }
 
+    /// The job's progress, terminal-safe.
     private func bar(_ job: Job) -> String {
         let width = 30
-        var text = "\(job.id) \(job.state.rawValue) "
+        var text = "\(job.id.terminalSafe) \(job.state.rawValue) "
         if let total = job.bytesTotal, total > 0 {
             let fraction = min(1, Double(job.bytesReceived) / Double(total))
             let filled = Int(fraction * Double(width))
@@ -360,7 +362,7 @@ extension Reachctl {
                                   allowInsecureAuth: allowInsecureAuth)
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
-            printLine(json ? job.json : job.id)
+            printLine(json ? job.json : job.id.terminalSafe)
         }
     }
 }
@@ -384,7 +386,7 @@ extension Reachctl {
                 reply = try client.call(TransferRequest(op: .fetch, fetch: url), timeout: 300)
             } catch {
                 if case .refused(let refusal) = error, refusal.code == .unavailable {
-                    writeAll(2, "reachctl: \(refusal.message)\n")
+                    writeAll(2, "reachctl: \(refusal.message.terminalSafe)\n")
                     throw ExitCode(1)
                 }
                 fail("\(error)".replacingReachd)
@@ -392,7 +394,7 @@ extension Reachctl {
             guard case .fetched(_, let result) = reply else { fail("unexpected reply") }
             copy(result.body, size: result.size)
             if result.source == "cache" {
-                writeAll(2, "reachctl: from the cache, \(age(result.age)) old: \(result.reason ?? "")\n")
+                writeAll(2, "reachctl: from the cache, \(age(result.age)) old: \((result.reason ?? "").terminalSafe)\n")
             }
             if json { writeAll(2, result.json + "\n") }
         }

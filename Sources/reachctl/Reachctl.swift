@@ -38,9 +38,9 @@ struct ConnectionOptions: ParsableArguments {
     }
 }
 
-/// Prints `message` on stderr and exits with 2 (an error, not a verdict).
+/// Prints `message` (terminal-safe: it may quote the daemons' words) on stderr and exits with 2 (an error, not a verdict).
 func fail(_ message: String) -> Never {
-    writeAll(2, "reachctl: \(message)\n")
+    writeAll(2, "reachctl: \(message.terminalSafe)\n")
     Reachctl.exit(withError: ExitCode(2))
 }
 
@@ -51,9 +51,10 @@ func printLine(_ text: String) {
 
 func jsonLine(_ verdict: StampedVerdict) -> String { verdict.json }
 
+/// The verdict for people, terminal-safe (host names, interface names and reasons come from the daemon).
 func humanLine(_ verdict: StampedVerdict, withTime: Bool) -> String {
     let target = verdict.verdict.target == "internet" ? "" : "\(verdict.verdict.target): "
-    return withTime ? "\(verdict.timestamp) #\(verdict.sequence) \(target)\(verdict.verdict.summary)" : target + verdict.verdict.summary
+    return (withTime ? "\(verdict.timestamp) #\(verdict.sequence) \(target)\(verdict.verdict.summary)" : target + verdict.verdict.summary).terminalSafe
 }
 
 extension Reachctl {
@@ -79,7 +80,7 @@ extension Reachctl {
                 } catch {
                     fail("\(error)")
                 }
-                printLine(verdict.summary)
+                printLine(verdict.summary.terminalSafe)
                 throw ExitCode(verdict.reachable ? 0 : 1)
             }
             let client = try connection.connect()
@@ -144,7 +145,7 @@ extension Reachctl {
                     guard case .event(let changed) = next else { continue }
                     verdict = changed
                 }
-                printLine(verdict.verdict.summary)
+                printLine(verdict.verdict.summary.terminalSafe)
             } catch {
                 fail("\(error)")
             }
@@ -155,7 +156,7 @@ extension Reachctl {
         }
 
         private func timedOut(_ last: StampedVerdict) -> Never {
-            writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; \(last.verdict.summary)\n")
+            writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; \(last.verdict.summary.terminalSafe)\n")
             Reachctl.exit(withError: ExitCode(1))
         }
     }

@@ -18,7 +18,7 @@ final class AuthIntegrationTests: XCTestCase {
         lab = try TransferLab()
         try lab.lab.hostsFile(["mirror.test": TransferLab.serverAddress, "tokens.test": TransferLab.serverAddress,
                                "other.test": TransferLab.serverAddress])
-        try makeCertificates()
+        _ = try lab.makeCertificates(for: ["mirror.test", "tokens.test"])
         let htpasswd = lab.lab.directory + "/htpasswd"
         try lab.lab.run("printf 'alice:%s\\n' \"$(openssl passwd -apr1 '\(Self.password)')\" > \(htpasswd)")
         // Every request with the Authorization it carried, for the capture test.
@@ -50,19 +50,6 @@ final class AuthIntegrationTests: XCTestCase {
     override func tearDown() {
         lab?.tearDown()
         lab = nil
-    }
-
-    /// A test CA and a certificate for mirror.test and tokens.test signed by it.
-    private func makeCertificates() throws {
-        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
-        try lab.lab.run("""
-            cd \(tls) && \
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 \
-              -subj '/CN=reachd test CA' -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign && \
-            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr -subj '/CN=mirror.test' && \
-            printf 'subjectAltName=DNS:mirror.test,DNS:tokens.test\\nextendedKeyUsage=serverAuth\\n' > ext && \
-            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext
-            """)
     }
 
     private func startDaemon(trustingTheCA: Bool = true) throws {

@@ -107,6 +107,22 @@ final class TransferLab {
         return path
     }
 
+    /// A test CA and a certificate for `names` signed by it, in the lab's `tls` directory (returned): `ca.pem`,
+    /// `server.pem`, `server.key`.
+    func makeCertificates(for names: [String]) throws -> String {
+        let tls = lab.directory + "/tls"
+        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+        try lab.run("""
+            cd \(tls) && \
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 \
+              -subj '/CN=reachd test CA' -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign && \
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr -subj '/CN=\(names[0])' && \
+            printf 'subjectAltName=\(names.map { "DNS:" + $0 }.joined(separator: ","))\\nextendedKeyUsage=serverAuth\\n' > ext && \
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext
+            """)
+        return tls
+    }
+
     // MARK: Servers in the peer namespace
 
     /// Starts reachd-testserver (fault injection by query parameters) on a free port; `url(_:)` points at it.

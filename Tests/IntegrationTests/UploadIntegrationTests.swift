@@ -6,8 +6,8 @@ import XCTest
 
 /// Uploads through reachd-transfers to a Python upload server in the peer namespace (Tests/Support/upload_server.py,
 /// which parses multipart bodies with the standard library): PUT, multipart POST with awkward data, metered
-/// deferral, a stop on a metered switch and a restart, a retried 503, an unreadable file, a redirect, a file that
-/// gets shorter while it is sent. Plain http: the file goes to the socket with sendfile.
+/// deferral, a stop on a metered switch and a restart, a retried 503, an unreadable file, redirects (also over https,
+/// with nginx), a file that gets shorter while it is sent. Plain http: the file goes to the socket with sendfile.
 final class UploadIntegrationTests: XCTestCase {
     private var lab: TransferLab!
     private var server: Process?
@@ -23,7 +23,8 @@ final class UploadIntegrationTests: XCTestCase {
         lab = nil
     }
 
-    private func start(eth0: Bool = true) throws {
+    /// The lab, the upload server and the daemon; `https`: with a test CA the daemon trusts (`lab.makeCertificates`).
+    private func start(eth0: Bool = true, https: Bool = false) throws {
         lab = try TransferLab(eth0: eth0)
         try FileManager.default.createDirectory(atPath: received, withIntermediateDirectories: true)
         let process = Process()
@@ -37,7 +38,8 @@ final class UploadIntegrationTests: XCTestCase {
         server = process
         let line = try LineReader(pipe.fileHandleForReading).next(timeout: 30)
         port = try XCTUnwrap(Int(line.dropFirst("listening ".count)), line)
-        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n")
+        let ca = https ? "ca_file = \"\(try lab.makeCertificates(for: ["mirror.test"]))/ca.pem\"\n" : ""
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n" + ca)
     }
 
     private func url(_ path: String) -> String { "http://mirror.test:\(port)/\(path)" }
@@ -166,8 +168,8 @@ final class UploadIntegrationTests: XCTestCase {
         }
     }
 
-    /// Async-http-client follows no redirect with a streamed or sendfile body: a 307 or 308 is followed by the
-    /// fetcher (method and body kept); a 302 would make the upload a GET and ends the job; a loop fails it.
+    /// Uploads are sent by a client that follows no redirect: a 307 or 308 is followed by the fetcher (method and body
+    /// kept); a 302 would make the upload a GET and ends the job; a loop fails it.
     func testA307Or308IsFollowedWithTheBodyAndA302IsNot() throws {
         try start()
         let source = try file("r.bin", bytes: 5_000_000)
@@ -191,6 +193,64 @@ final class UploadIntegrationTests: XCTestCase {
         let loop = try upload(source.path, to: url("l.bin?redirect=self"))
         let looped = try lab.waitFor(loop, "failed") { $0.state.isTerminal }
         XCTAssertEqual(looped.reason, "failed: more than 5 redirects, or a redirect loop")
+    }
+
+    /// Over https the file is streamed, and async-http-client itself would follow a 301 or 302 to a POST, or a 303, as a
+    /// GET without the body, whose 2xx would complete the upload with nothing stored. Uploads follow no redirect but the
+    /// fetcher's own 307 or 308: these fail the job as over plain http, and a 307 is followed with the body.
+    func testA301To303OverHTTPSFailsTheUploadAndA307IsFollowed() throws {
+        try start(https: true)
+        let tls = lab.lab.directory + "/tls"
+        try lab.serve("landing.bin", bytes: 100)
+        try lab.startNginx(servers: """
+            server {
+              listen \(TransferLab.serverAddress):8443 ssl;
+              ssl_certificate \(tls)/server.pem; ssl_certificate_key \(tls)/server.key;
+              root \(lab.www);
+              location = /moved { return 301 /landing.bin; }
+              location = /found { return 302 /landing.bin; }
+              location = /see-other { return 303 /landing.bin; }
+              location = /temporary { return 307 \(url("landed.bin")); }
+            }
+            """, probePort: 8443)
+        let source = try file("h.bin", bytes: 20_000)
+        for (path, method, status) in [("moved", "POST", 301), ("found", "POST", 302), ("see-other", "PUT", 303), ("see-other", "POST", 303)] {
+            let id = try upload(source.path, to: "https://mirror.test:8443/\(path)", ["--method", method])
+            let done = try lab.waitFor(id, "failed") { $0.state.isTerminal }
+            XCTAssertEqual(done.state, .failed, "\(method) answered \(status): \(done.responseStatus.map(String.init) ?? "-")")
+            XCTAssertTrue((done.reason ?? "").hasPrefix("failed: server answered \(status): <html>"), done.reason ?? "")
+        }
+        XCTAssertFalse(lab.nginxAccessLog.contains("GET /landing.bin"), lab.nginxAccessLog)
+
+        let temporary = try upload(source.path, to: "https://mirror.test:8443/temporary")
+        let landed = try lab.waitFor(temporary, "completed") { $0.state.isTerminal }
+        XCTAssertEqual(landed.state, .completed, landed.reason ?? "")
+        XCTAssertEqual(landed.responseStatus, 201)
+        XCTAssertEqual(try lab.sha256(received + "/landed.bin"), source.sum)
+    }
+
+    /// Terminal escapes from a hostile server (its answer, quoted in the reason: OSC 52 sets the clipboard, CSI as a C1
+    /// control, a bidi override) and in a file name (OSC 0 sets the window title): the daemon stores the reason escaped,
+    /// reachctl prints no control character for people, and `--json` keeps the name exact.
+    func testControlCharactersFromTheServerOrInAFileNameAreNeverPrinted() throws {
+        try start()
+        let name = lab.out + "/evil\u{1b}]0;owned\u{07}\u{9b}2J.bin"
+        try FileManager.default.moveItem(atPath: try file("t.bin", bytes: 1000).path, toPath: name)
+        let answer = "\u{1b}]52;c;cm0gLXJmIH4K\u{07}\r\n  line two\u{9b}31m\u{202e}"
+        let id = try upload(name, to: url("t.bin?status=403&body=" + answer.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!))
+        let failed = try lab.waitFor(id, "failed") { $0.state.isTerminal }
+        XCTAssertEqual(failed.reason, "failed: server answered 403: \\x1b]52;c;cm0gLXJmIH4K\\x07 line two\\u{9b}31m\\u{202e}")
+        let shown = [try lab.download(["list"]), try lab.download(["show", id]), try lab.download(["wait", id])]
+        for (status, out, err) in shown {
+            XCTAssertNotEqual(status, 2, err)
+            let printed = out + err
+            XCTAssertFalse(printed.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7f...0x9f).contains($0.value) },
+                           printed.debugDescription)
+        }
+        for listed in shown[..<2] { XCTAssertTrue(listed.out.contains("evil\\x1b]0;owned\\x07\\u{9b}2J.bin"), listed.out) }
+        XCTAssertTrue(shown[2].err.contains("line two\\u{9b}31m"), shown[2].err)
+        let json = try lab.download(["show", id, "--json"]).out
+        XCTAssertEqual(try JSONDecoder().decode(Job.self, from: Data(json.utf8)).output, name)
     }
 
     /// A file cut short once its last piece is handed to NIO: sendfile would send nothing, again and again, until the

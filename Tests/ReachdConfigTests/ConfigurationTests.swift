@@ -54,6 +54,20 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try Configuration(toml: "[downloads]\nread_timeout_seconds = 2.5\n").readTimeoutSeconds, 2.5)
     }
 
+    /// Finished jobs are kept at most 10 years: the scheduler counts in microseconds, and a larger value (up to
+    /// Int64.max) would overflow there at every start.
+    func testKeepFinishedSecondsIsBoundedToTenYears() throws {
+        XCTAssertEqual(Configuration().keepFinishedSeconds, 30 * 86400)
+        XCTAssertEqual(try Configuration(toml: "[downloads]\nkeep_finished_seconds = 0\n").keepFinishedSeconds, 0)
+        XCTAssertEqual(try Configuration(toml: "[downloads]\nkeep_finished_seconds = 315360000\n").keepFinishedSeconds, 315_360_000)
+        for bad in ["315360001", "9223372036854775807", "-1", "1.5", "\"30d\""] {
+            XCTAssertThrowsError(try Configuration(toml: "[downloads]\nkeep_finished_seconds = \(bad)\n"), bad) { error in
+                XCTAssertEqual((error as? ConfigurationError)?.message,
+                               "downloads: \"keep_finished_seconds\" must be 0 to 315360000 seconds (10 years; 0 keeps finished jobs)")
+            }
+        }
+    }
+
     func testMetricsAddresses() throws {
         XCTAssertNil(try Configuration(toml: "").metricsListen, "off by default")
         let config = try Configuration(toml: "[metrics]\nlisten = \"127.0.0.1:9464\"\ntransfers_listen = \"/run/reachd-transfers/metrics.sock\"\n")

@@ -2,8 +2,8 @@
 """Upload target for the integration tests: PUT stores the body, POST parses multipart/form-data and
 stores every part; each request is logged as a JSON line. /sink reads and drops the body (for the
 benchmark: nothing kept, 204 once all of it arrived). Fault injection by query parameters:
-rate=BYTES (read the body that slowly), status=CODE&times=N (answer CODE to the first N requests), endless=1 (answer
-201 with a body that never ends, for at most 60 s), redirect=PATH&code=CODE (read the body, then answer CODE, 307 by default, to PATH; "self": to this same URL)."""
+rate=BYTES (read the body that slowly), status=CODE&times=N (answer CODE to the first N requests; with body=TEXT,
+with TEXT as it is rather than JSON), endless=1 (answer 201 with a body that never ends, for at most 60 s), redirect=PATH&code=CODE (read the body, then answer CODE, 307 by default, to PATH; "self": to this same URL)."""
 import argparse, hashlib, json, os, sys, threading, time
 from email import policy
 from email.parser import BytesParser
@@ -34,9 +34,10 @@ class Handler(BaseHTTPRequestHandler):
             log.write(json.dumps(entry, sort_keys=True) + "\n")
 
     def answer(self, status, body):
-        data = json.dumps(body, sort_keys=True).encode()
+        """Answers `body`: a str as it is (UTF-8), else as JSON."""
+        data = body.encode() if isinstance(body, str) else json.dumps(body, sort_keys=True).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if isinstance(body, str) else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -93,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
             count = counts[key]
         if "status" in query and count <= int(query.get("times", "1")):
             self.close_connection = True
-            self.answer(int(query["status"]), {"error": "injected"})
+            self.answer(int(query["status"]), query.get("body", {"error": "injected"}))
             self.record(int(query["status"]), 0, False)
             return
         body, complete = self.read_body(int(query.get("rate", "0")))
