@@ -36,6 +36,8 @@ def as_nobody(body):
             soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             body()
+        except BaseException as error:
+            print(f"attacker: {error!r}", file=sys.stderr, flush=True)
         finally:
             os._exit(0)
     return pid
@@ -43,6 +45,12 @@ def as_nobody(body):
 
 def hold_forever(socks):
     signal.pause()
+
+
+def tcp(port):
+    sock = socket.socket(socket.AF_INET)
+    sock.connect(("127.0.0.1", port))
+    return sock
 
 
 def unix(path):
@@ -107,6 +115,19 @@ def mixed(args, pid, path):
             sock.sendall((json.dumps({"op": "subscribe", "hosts": [hosts[(c * 200 + i) % 1000] for i in range(200)]}) + "\n").encode())
             held.append(sock)
         hold_forever(held)
+    def readers():
+        held = []
+        for c in range(50):
+            sock = unix(path)
+            sock.sendall((json.dumps({"op": "subscribe", "hosts": [hosts[(c * 200 + i) % 1000] for i in range(200)]}) + "\n").encode())
+            held.append(sock)
+        while True:
+            for sock in held:
+                sock.setblocking(False)
+                try:
+                    while sock.recv(65536): pass
+                except OSError: pass
+            time.sleep(0.05)
     def slowloris():
         held = [unix(path) for _ in range(200)]
         for _ in range(args.seconds):
@@ -133,11 +154,12 @@ def mixed(args, pid, path):
                 pass
             if cycles >= 1000: time.sleep(0.05)
     base = rss_kb(pid)
-    attackers = [as_nobody(body) for body in (subscribers, slowloris, garbage)]
+    parts = {"subscribers": subscribers, "readers": readers, "slowloris": slowloris, "garbage": garbage}
+    attackers = [as_nobody(parts[name]) for name in args.parts.split(",") if name in parts]
     peak, end, down = base, time.monotonic() + args.seconds, True
     next_flap = time.monotonic()
     while time.monotonic() < end:
-        if time.monotonic() >= next_flap:
+        if "flap" in args.parts and time.monotonic() >= next_flap:
             subprocess.run(["ip", "link", "set", args.flap, "down" if down else "up"], check=True)
             down, next_flap = not down, next_flap + 0.15
         peak = max(peak, rss_kb(pid))
@@ -146,7 +168,7 @@ def mixed(args, pid, path):
     for attacker in attackers:
         os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
     time.sleep(3)
-    print(f"mixed: RSS {base / 1024:.1f} MB before, peak {peak / 1024:.1f} MB (+{(peak - base) / 1024:.1f}), "
+    print(f"mixed ({args.parts}): RSS {base / 1024:.1f} MB before, peak {peak / 1024:.1f} MB (+{(peak - base) / 1024:.1f}), "
           f"{rss_kb(pid) / 1024:.1f} MB 3 s after the clients left (+{(rss_kb(pid) - base) / 1024:.1f})", flush=True)
 
 
@@ -155,20 +177,23 @@ def metrics(args, pid, port):
         held = []
         for _ in range(args.connections):
             try:
-                held.append(socket.create_connection(("127.0.0.1", port)))
+                held.append(tcp(port))
             except OSError:
                 pass
         open(args.ready, "w").close()
         hold_forever(held)
     attacker = as_nobody(attack)
-    while not os.path.exists(args.ready):
+    deadline = time.monotonic() + 30
+    while not os.path.exists(args.ready) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1)
     results = []
     for _ in range(3):
         start = time.monotonic()
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            with socket.socket(socket.AF_INET) as sock:
+                sock.settimeout(5)
+                sock.connect(("127.0.0.1", port))
                 sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 ok = sock.recv(12).startswith(b"HTTP/1.1 200")
             results.append(round((time.monotonic() - start) * 1000, 1) if ok else None)
@@ -188,6 +213,7 @@ def main():
     parser.add_argument("--connections", type=int, default=1500)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--flap", default="eth0p")
+    parser.add_argument("--parts", default="subscribers,slowloris,garbage,flap", help="mixed: which attacks run")
     parser.add_argument("--ready", default=f"/tmp/hostile-ready-{os.getpid()}")
     args = parser.parse_args()
     if args.scenario == "idle":

@@ -21,7 +21,14 @@ public final class HostMonitor: Sendable {
         var rejudged: (@Sendable (Duration) -> Void)?
         /// Resolves the watched names again every `refreshSeconds`, while any are watched.
         var refresher: Task<Void, Never>?
+        /// A pass resolving the watched hosts that have no resolution runs (`resolveWatchedSoon`).
+        var resolvingPass = false
+        /// The network changed again during that pass: it runs once more.
+        var passAgain = false
     }
+
+    /// Names a resolution pass resolves at once (the resolver has two threads; more would only queue).
+    private static let resolutionsAtOnce = 4
 
     /// Unwatched hosts whose results are kept for later `status` requests.
     private static let cachedUnwatched = 256
@@ -128,9 +135,7 @@ public final class HostMonitor: Sendable {
             return state.entries.filter { $0.value.watchers > 0 }.map { ($0.key, $0.value.resolution) }
         }
         let resolved = watched.compactMap { host, resolution in resolution.map { (host, $0) } }
-        for (host, resolution) in watched where resolution == nil {
-            Task { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
-        }
+        if resolved.count < watched.count { resolveWatchedSoon() }
         let started = ContinuousClock.now
         let changed = evaluate(resolved).changed
         if !changed.isEmpty { publish(changed) }
@@ -140,6 +145,35 @@ public final class HostMonitor: Sendable {
             logger.debug("re-judged watched hosts", metadata: [
                 "hosts": "\(resolved.count)", "changed": "\(changed.count)", "took": "\(took)",
             ])
+        }
+    }
+
+    /// Resolves (and judges) the watched hosts that have no resolution, in one pass at a time: changes that come
+    /// during a pass make it run once more, never a task per host per change (a link flapping every 150 ms with
+    /// 1,000 watched hosts once queued 60,000 tasks, 40 MB).
+    private func resolveWatchedSoon() {
+        let start = state.withLock { state -> Bool in
+            if state.resolvingPass { state.passAgain = true }
+            defer { state.resolvingPass = true }
+            return !state.resolvingPass
+        }
+        guard start else { return }
+        Task {
+            repeat {
+                let pending = state.withLock { state -> [String] in
+                    state.passAgain = false
+                    return state.entries.filter { $0.value.watchers > 0 && $0.value.resolution == nil }.map(\.key)
+                }
+                await withTaskGroup(of: Void.self) { group in
+                    for (index, host) in pending.enumerated() {
+                        if index >= Self.resolutionsAtOnce { await group.next() }
+                        group.addTask { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
+                    }
+                }
+            } while state.withLock { state -> Bool in
+                if !state.passAgain { state.resolvingPass = false }
+                return state.passAgain
+            }
         }
     }
 

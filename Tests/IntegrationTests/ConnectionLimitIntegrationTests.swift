@@ -99,4 +99,40 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
             XCTAssertEqual(scrape, "200", "a scrape behind 200 idle connections")
         }
     }
+
+    /// 50 subscribers to 200 hosts each (1,000 names) while the default route's link flaps every 150 ms: each
+    /// change of the internet verdict once queued a task per watched host to resolve it again, 60,000 of them
+    /// (40 MB) within 10 s; one pass at a time now.
+    func testWatchedHostsThroughAFlappingLinkKeepMemoryBounded() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.addUplink("wwan0", "203.0.113", metric: 200)
+        try lab.inHost("sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1")
+        let names = (1...1000).map { "h\($0).test" }
+        try lab.hostsFile(Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, "198.18.\($0 / 250).\($0 % 250 + 1)") }))
+        try lab.startDaemon(arguments: ["--log-level", "notice"])
+        let pid = try XCTUnwrap(lab.daemonPID)
+        let base = try Self.residentKiB(pid)
+        var subscribers: [ReachdConnection] = []
+        for c in 0..<50 {
+            let connection = try ReachdConnection(path: lab.socketPath)
+            try connection.send(Request(op: .subscribe, hosts: (0..<200).map { names[(c * 200 + $0) % 1000] }))
+            guard case .subscribed? = try connection.nextReply(timeout: 60) else { return XCTFail("subscriber \(c) not subscribed") }
+            subscribers.append(connection)
+        }
+        var peak = base
+        for flap in 0..<60 {
+            try lab.setCarrier("eth0", flap % 2 == 1)
+            usleep(150_000)  // the flapping itself: a link that changes every 150 ms
+            peak = max(peak, try Self.residentKiB(pid))
+        }
+        XCTAssertLessThan(peak - base, 30 * 1024, "RSS grew from \(base) KiB to \(peak) KiB")
+        XCTAssertEqual(try lab.reachctl(["ping"]).out, "pong\n")
+    }
+
+    private static func residentKiB(_ pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+        return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+    }
 }

@@ -164,6 +164,9 @@ final class NetLab {
         throw LabError("reachd did not answer on \(socketPath): \(log)")
     }
 
+    /// The running daemon's pid (`ip netns exec` execs it, so the process is the daemon itself).
+    var daemonPID: Int32? { daemon.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+
     /// Sends `signal` to the daemon (`ip netns exec` execs it, so the process is the daemon itself).
     func signalDaemon(_ signal: Int32) throws {
         guard let daemon, daemon.isRunning else { throw LabError("no daemon running") }
