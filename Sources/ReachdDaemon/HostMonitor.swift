@@ -21,10 +21,8 @@ public final class HostMonitor: Sendable {
         var rejudged: (@Sendable (Duration) -> Void)?
         /// Resolves the watched names again every `refreshSeconds`, while any are watched.
         var refresher: Task<Void, Never>?
-        /// A pass resolving the watched hosts that have no resolution runs (`resolveWatchedSoon`).
-        var resolvingPass = false
-        /// The network changed again during that pass: it runs once more.
-        var passAgain = false
+        /// Passes resolving the watched hosts that have no resolution (`resolveWatchedSoon`).
+        var passes = ResolutionPasses()
     }
 
     /// Names a resolution pass resolves at once (the resolver has two threads; more would only queue).
@@ -152,17 +150,11 @@ public final class HostMonitor: Sendable {
     /// during a pass make it run once more, never a task per host per change (a link flapping every 150 ms with
     /// 1,000 watched hosts once queued 60,000 tasks, 40 MB).
     private func resolveWatchedSoon() {
-        let start = state.withLock { state -> Bool in
-            if state.resolvingPass { state.passAgain = true }
-            defer { state.resolvingPass = true }
-            return !state.resolvingPass
-        }
-        guard start else { return }
+        guard state.withLock({ $0.passes.networkChanged() }) else { return }
         Task {
             repeat {
-                let pending = state.withLock { state -> [String] in
-                    state.passAgain = false
-                    return state.entries.filter { $0.value.watchers > 0 && $0.value.resolution == nil }.map(\.key)
+                let pending = state.withLock { state in
+                    state.entries.filter { $0.value.watchers > 0 && $0.value.resolution == nil }.map(\.key)
                 }
                 await withTaskGroup(of: Void.self) { group in
                     for (index, host) in pending.enumerated() {
@@ -170,10 +162,7 @@ public final class HostMonitor: Sendable {
                         group.addTask { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
                     }
                 }
-            } while state.withLock { state -> Bool in
-                if !state.passAgain { state.resolvingPass = false }
-                return state.passAgain
-            }
+            } while state.withLock { $0.passes.passEnded() }
         }
     }
 
