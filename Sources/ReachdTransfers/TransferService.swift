@@ -82,7 +82,9 @@ public enum TransferService {
         let cache = OfflineCache(
             store: store, files: files, fetcher: fetcher, hosts: hosts,
             credentials: CredentialSource(netrcPath: netrc, files: files),
-            directory: options.cacheDirectory, shared: shared, capacity: options.configuration.cacheCapacity,
+            directory: options.cacheDirectory, shared: shared,
+            limits: CacheEviction.Limits(capacity: options.configuration.cacheCapacity, entries: options.configuration.cacheMaximumEntries,
+                                         entriesPerUser: options.configuration.cacheMaximumEntriesPerUser),
             threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
         )
         let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger)

@@ -13,10 +13,16 @@ final class CacheIntegrationTests: XCTestCase {
         lab = nil
     }
 
-    private func start(capacity: Int = 256 << 20) throws {
+    /// `cache`: more `[cache]` settings.
+    private func start(capacity: Int = 256 << 20, cache: String = "") throws {
         lab = try TransferLab()
         try lab.startTestServer()
-        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n")
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n" + cache)
+    }
+
+    /// The bodies in a uid's cache directory (not the temporaries of fetches under way).
+    private func bodies(of uid: UInt32) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: lab.cacheDirectory + "/\(uid)").filter { !$0.hasPrefix(".") }
     }
 
     private func fetch(_ url: String, user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, sum: String, err: String) {
@@ -145,4 +151,22 @@ final class CacheIntegrationTests: XCTestCase {
         XCTAssertEqual(info.st_uid, lab.daemonUID)
         XCTAssertEqual(info.st_mode & 0o777, 0o644)
     }
+
+    /// Empty bodies are entries too: a client fetching `?0`, `?1`, … keeps at most `max_entries_per_user` of
+    /// them, and the cache at most `max_entries`, the least recently used going first (issue 22).
+    func testEntryBoundsHoldForEmptyBodies() throws {
+        try start(cache: "max_entries = 5\nmax_entries_per_user = 3\n")
+        try lab.serve("empty.bin", bytes: 0)
+        for n in 0..<6 { XCTAssertEqual(try fetch(lab.url("empty.bin?\(n)")).status, 0) }
+        // Eviction runs after the fetch has been answered.
+        XCTAssertEqual(try waited(for: { try self.bodies(of: 0) }, until: { $0.count <= 3 }).count, 3)
+        for n in 0..<3 { XCTAssertEqual(try fetch(lab.url("empty.bin?n\(n)"), user: "nobody", groups: [lab.daemonGID]).status, 0) }
+        let counts = try waited(for: { (try self.bodies(of: 0).count, try self.bodies(of: 65534).count) }, until: { $0.0 + $0.1 <= 5 })
+        XCTAssertEqual(counts.0, 2, "root's least recently used entry went for the cache's bound")
+        XCTAssertEqual(counts.1, 3)
+        try unreachable()
+        XCTAssertEqual(try fetch(lab.url("empty.bin?5")).status, 0, "root's newest entry is kept")
+        XCTAssertEqual(try fetch(lab.url("empty.bin?3")).status, 1, "root's oldest entries are gone")
+    }
+
 }

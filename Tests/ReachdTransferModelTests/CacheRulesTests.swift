@@ -83,6 +83,44 @@ final class CacheRulesTests: XCTestCase {
         XCTAssertNil(standIn(503, strict, metered: true), "must-revalidate: never served stale")
         XCTAssertNil(standIn(503, strict, error: CacheControl("stale-if-error=60")))
     }
+
+    // MARK: Eviction (issue 22: empty bodies fill no state directory)
+
+    private func entries(_ sizes: [Int64], uid: UInt32 = 1000) -> [CacheEviction.Entry] {
+        sizes.enumerated().map { CacheEviction.Entry(uid: uid, key: "k\($0.offset)", size: $0.element, lastUsed: seconds(Int64($0.offset))) }
+    }
+
+    private func usage(_ entries: [CacheEviction.Entry]) -> CacheEviction.Usage {
+        CacheEviction.Usage(entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size })
+    }
+
+    func testBytesOverCapacityEvictTheLeastRecentlyUsed() {
+        let oldestFirst = entries([400, 400, 400])
+        let limits = { (capacity: Int64) in CacheEviction.Limits(capacity: capacity, entries: 100, entriesPerUser: 100) }
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: oldestFirst, usage: usage(oldestFirst), limits: limits(1000)).map(\.key), ["k0"])
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: oldestFirst, usage: usage(oldestFirst), limits: limits(300)).map(\.key), ["k0", "k1", "k2"])
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: oldestFirst, usage: usage(oldestFirst), limits: limits(1200)), [])
+    }
+
+    func testEmptyBodiesCountAsEntries() {
+        let empty = entries(Array(repeating: 0, count: 7))
+        let limits = CacheEviction.Limits(capacity: 1 << 20, entries: 5, entriesPerUser: 3)
+        XCTAssertFalse(CacheEviction.isOver(CacheEviction.Usage(entries: 5, bytes: 0), limits: limits))
+        XCTAssertTrue(CacheEviction.isOver(usage(empty), limits: limits), "7 empty bodies exceed 5 entries")
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: empty, usage: usage(empty), limits: limits).map(\.key), ["k0", "k1"])
+        XCTAssertEqual(CacheEviction.userExcess(held: 7, limits: limits), 4)
+        XCTAssertEqual(CacheEviction.userExcess(held: 3, limits: limits), 0)
+        // Only the oldest part of the cache is at hand: as many as it takes, no more.
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: Array(empty.prefix(1)), usage: usage(empty), limits: limits).map(\.key), ["k0"])
+    }
+
+    func testEntriesAndBytesBothBind() {
+        let mixed = entries([0, 900, 0, 0, 100])
+        let limits = CacheEviction.Limits(capacity: 500, entries: 4, entriesPerUser: 10)
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: mixed, usage: usage(mixed), limits: limits).map(\.key), ["k0", "k1"],
+                       "one entry too many, and 500 bytes too many")
+    }
+
 }
 
 /// Time deferred, by reason, for the metrics.
