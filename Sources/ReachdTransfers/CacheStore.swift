@@ -65,6 +65,11 @@ extension JobStore {
         }
     }
 
+    /// The entries of `uid`.
+    func cacheEntries(uid: UInt32) throws -> [CacheEntry] {
+        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM cacheEntry WHERE uid = ?", arguments: [Int64(uid)]).map(Self.entry) }
+    }
+
     /// The `limit` least recently used entries (of `uid`, or of everyone), oldest first.
     func oldestCacheEntries(uid: UInt32? = nil, limit: Int) throws -> [CacheEntry] {
         try database.read { db in

@@ -116,11 +116,11 @@ actor OfflineCache {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
         var random = SystemRandomNumberGenerator()
-        let name = Self.hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let name = CacheLayout.bodyName(using: &random)
         let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).tmp"
         let fd: Int32
         do {
-            fd = try await files.create(temporary, mode: shared ? 0o644 : 0o600)
+            fd = try await files.create(temporary, mode: mode_t(CacheLayout.bodyMode(shared: shared)))
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
@@ -238,6 +238,6 @@ actor OfflineCache {
 
     /// `DIR/UID`: closed to everyone but the daemon's user, or (system instance) passable but not listable.
     private func makeUserDirectory(_ path: String) throws {
-        guard mkdir(path, shared ? 0o711 : 0o700) == 0 || errno == EEXIST else { throw FileError("cannot create the cache directory \(path)") }
+        guard mkdir(path, mode_t(CacheLayout.directoryMode(shared: shared))) == 0 || errno == EEXIST else { throw FileError("cannot create the cache directory \(path)") }
     }
 }

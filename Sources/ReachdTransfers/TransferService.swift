@@ -78,7 +78,8 @@ public enum TransferService {
         try await scheduler.load()
         let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
-        try makeDirectory(options.cacheDirectory, mode: shared ? 0o711 : 0o700)
+        try makeDirectory(options.cacheDirectory, mode: mode_t(CacheLayout.directoryMode(shared: shared)))
+        CacheRepair.run(directory: options.cacheDirectory, shared: shared, store: store, logger: logger)
         let cache = OfflineCache(
             store: store, files: files, fetcher: fetcher, hosts: hosts,
             credentials: CredentialSource(netrcPath: netrc, files: files),

@@ -13,11 +13,14 @@ final class CacheIntegrationTests: XCTestCase {
         lab = nil
     }
 
+    private var config = ""
+
     /// `cache`: more `[cache]` settings.
     private func start(capacity: Int = 256 << 20, cache: String = "") throws {
         lab = try TransferLab()
         try lab.startTestServer()
-        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n" + cache)
+        config = "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n" + cache
+        try lab.startDaemon(config: config)
     }
 
     /// The bodies in a uid's cache directory (not the temporaries of fetches under way).
@@ -169,4 +172,35 @@ final class CacheIntegrationTests: XCTestCase {
         XCTAssertEqual(try fetch(lab.url("empty.bin?3")).status, 1, "root's oldest entries are gone")
     }
 
+    /// The root-run version left each uid's bodies in a 0700 directory, 0600 (the upgrade hands them to the
+    /// daemon's user, modes unchanged): at start the system instance brings them to its layout, and a user's
+    /// cached copies open again (issue 22).
+    func testCacheDirectoriesOfTheRootRunVersionAreMigratedAtStart() throws {
+        try start()
+        let user = try lab.makeUser("c")
+        let sum = try lab.serve("old.bin", bytes: 30_000)
+        let url = lab.url("old.bin?cache-control=max-age=3600")
+        XCTAssertEqual(try fetch(url, user: user.name, groups: [lab.daemonGID]).sum, sum)
+        let directory = lab.cacheDirectory + "/\(user.uid)"
+        let before = try XCTUnwrap(try bodies(of: user.uid).first)
+        lab.stopDaemon()
+        XCTAssertEqual(chmod(directory, 0o700), 0)
+        XCTAssertEqual(chmod(directory + "/" + before, 0o600), 0)
+        XCTAssertTrue(FileManager.default.createFile(atPath: directory + "/.\(before).1234.tmp", contents: Data("left over".utf8)))
+
+        try lab.startDaemon(config: config)
+        let again = try fetch(url, user: user.name, groups: [lab.daemonGID])
+        XCTAssertEqual(again.status, 0, again.err)
+        XCTAssertEqual(again.sum, sum)
+        XCTAssertTrue(again.err.contains("fresh"), "served from the cache: \(again.err)")
+        XCTAssertEqual(lab.gets("old.bin", atLeast: 1).count, 1)
+        var info = stat()
+        XCTAssertEqual(stat(directory, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o711)
+        let after = try FileManager.default.contentsOfDirectory(atPath: directory)
+        XCTAssertEqual(after.count, 1, "the leftover is removed: \(after)")
+        XCTAssertNotEqual(after.first, before, "a new name: the old one may have been derived from the URL")
+        XCTAssertEqual(stat(directory + "/" + (after.first ?? ""), &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o644)
+    }
 }

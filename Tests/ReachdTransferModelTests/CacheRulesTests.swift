@@ -121,6 +121,36 @@ final class CacheRulesTests: XCTestCase {
                        "one entry too many, and 500 bytes too many")
     }
 
+    // MARK: Layout (issue 22: the cache of the root-run version)
+
+    func testOnlyTheSystemInstancesUnpassableDirectoriesAreMigrated() {
+        XCTAssertTrue(CacheLayout.needsMigration(directoryMode: 0o40700, shared: true), "the root-run version's")
+        XCTAssertFalse(CacheLayout.needsMigration(directoryMode: 0o40711, shared: true))
+        XCTAssertFalse(CacheLayout.needsMigration(directoryMode: 0o40710, shared: true), "created under UMask=0027")
+        XCTAssertFalse(CacheLayout.needsMigration(directoryMode: 0o40700, shared: false), "a user's own instance keeps 0700")
+        XCTAssertEqual(CacheLayout.directoryMode(shared: true), 0o711)
+        XCTAssertEqual(CacheLayout.bodyMode(shared: true), 0o644)
+        XCTAssertEqual(CacheLayout.directoryMode(shared: false), 0o700)
+        XCTAssertEqual(CacheLayout.bodyMode(shared: false), 0o600)
+    }
+
+    func testAMigrationKeepsTheBodiesEntriesNameAndRemovesTheRest() {
+        let migration = CacheLayout.migration(
+            of: "/var/cache/reachd-transfers/1000",
+            names: ["0123abcd", ".0123abcd.77.tmp", "replaced"],
+            entries: [("GET http://a/", "/var/cache/reachd-transfers/1000/0123abcd"), ("GET http://b/", "/var/cache/reachd-transfers/1000/gone"),
+                      ("GET http://c/", "/elsewhere/0123abcd")])
+        XCTAssertEqual(migration.moved, ["GET http://a/"])
+        XCTAssertEqual(migration.missing, ["GET http://b/", "GET http://c/"])
+        XCTAssertEqual(migration.leftovers, [".0123abcd.77.tmp", "replaced"])
+    }
+
+    func testBodyNamesAre128RandomBits() {
+        var generator = SystemRandomNumberGenerator()
+        let names = (0..<100).map { _ in CacheLayout.bodyName(using: &generator) }
+        XCTAssertEqual(Set(names).count, 100)
+        XCTAssertTrue(names.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
+    }
 }
 
 /// Time deferred, by reason, for the metrics.
