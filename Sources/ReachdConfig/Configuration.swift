@@ -34,6 +34,9 @@ public struct Configuration: Hashable, Sendable {
     public var readTimeoutSeconds: Double = 30
     /// `[cache] capacity_bytes`: the offline cache's size; least recently used entries go beyond it.
     public var cacheCapacity: Int64 = 256 * 1024 * 1024
+    /// `[cache] max_entries` and `max_entries_per_user`: entries in all, and of one uid; least recently used ones go beyond.
+    public var cacheMaximumEntries = 65536
+    public var cacheMaximumEntriesPerUser = 4096
     /// `[metrics] listen`: where reachd serves Prometheus metrics; nil (the default): nowhere.
     public var metricsListen: MetricsAddress?
     /// `[metrics] transfers_listen`: where reachd-transfers serves them; nil: nowhere.
@@ -139,8 +142,15 @@ extension Configuration {
         }
         if let value = table["cache"] {
             guard let section = value.table else { throw ConfigurationError("\"cache\" must be a table: write [cache]") }
-            for key in section.keys where key != "capacity_bytes" {
-                throw ConfigurationError("cache: unknown key \"\(key)\" (known: capacity_bytes)")
+            for key in section.keys where !["capacity_bytes", "max_entries", "max_entries_per_user"].contains(key) {
+                throw ConfigurationError("cache: unknown key \"\(key)\" (known: capacity_bytes, max_entries, max_entries_per_user)")
+            }
+            for (key, value) in [("max_entries", section["max_entries"]), ("max_entries_per_user", section["max_entries_per_user"])] {
+                guard let value else { continue }
+                guard let count = value.integer, (1...10_000_000).contains(count) else {
+                    throw ConfigurationError("cache: \"\(key)\" must be 1 to 10000000")
+                }
+                if key == "max_entries" { cacheMaximumEntries = Int(count) } else { cacheMaximumEntriesPerUser = Int(count) }
             }
             if let capacity = section["capacity_bytes"] {
                 guard let bytes = capacity.integer, bytes >= 0 else { throw ConfigurationError("cache: \"capacity_bytes\" must be a number of bytes") }

@@ -174,26 +174,62 @@ public enum CacheKey {
     }
 }
 
-/// Which entries to drop so the cache fits its capacity: least recently used first.
+/// Which entries to drop so the cache fits its bounds, least recently used first: its bytes (`capacity`), its
+/// entries in all, and each uid's entries. An empty body counts as an entry like any other.
 public enum CacheEviction {
     public struct Entry: Hashable, Sendable {
+        public var uid: UInt32
         public var key: String
         public var size: Int64
         public var lastUsed: Timestamp
 
-        public init(key: String, size: Int64, lastUsed: Timestamp) {
+        public init(uid: UInt32, key: String, size: Int64, lastUsed: Timestamp) {
+            self.uid = uid
             self.key = key
             self.size = size
             self.lastUsed = lastUsed
         }
     }
 
-    public static func victims(_ entries: [Entry], capacity: Int64) -> [String] {
-        var total = entries.reduce(0) { $0 + $1.size }
-        var victims: [String] = []
-        for entry in entries.sorted(by: { ($0.lastUsed, $0.key) < ($1.lastUsed, $1.key) }) where total > capacity {
-            victims.append(entry.key)
-            total -= entry.size
+    public struct Limits: Hashable, Sendable {
+        public var capacity: Int64
+        public var entries: Int
+        public var entriesPerUser: Int
+
+        public init(capacity: Int64, entries: Int, entriesPerUser: Int) {
+            self.capacity = capacity
+            self.entries = entries
+            self.entriesPerUser = entriesPerUser
+        }
+    }
+
+    /// What the whole cache holds.
+    public struct Usage: Hashable, Sendable {
+        public var entries: Int
+        public var bytes: Int64
+
+        public init(entries: Int, bytes: Int64) {
+            self.entries = entries
+            self.bytes = bytes
+        }
+    }
+
+    /// How many of a uid's least recently used entries go: those past `entriesPerUser`.
+    public static func userExcess(held: Int, limits: Limits) -> Int { max(0, held - limits.entriesPerUser) }
+
+    /// Whether `usage` exceeds the cache's bounds in all.
+    public static func isOver(_ usage: Usage, limits: Limits) -> Bool { usage.entries > limits.entries || usage.bytes > limits.capacity }
+
+    /// The entries of `oldestFirst` (the cache's least recently used, in that order) to drop until `usage`
+    /// fits the bounds in all.
+    public static func victims(oldestFirst entries: [Entry], usage: Usage, limits: Limits) -> [Entry] {
+        var usage = usage
+        var victims: [Entry] = []
+        for entry in entries {
+            guard isOver(usage, limits: limits) else { break }
+            victims.append(entry)
+            usage.entries -= 1
+            usage.bytes -= entry.size
         }
         return victims
     }

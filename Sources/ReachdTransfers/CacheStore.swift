@@ -56,9 +56,28 @@ extension JobStore {
         }
     }
 
-    /// Every entry's size and last use, for eviction.
-    func cacheEntries() throws -> [CacheEntry] {
-        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM cacheEntry").map(Self.entry) }
+    /// What the whole cache holds, and how many entries `uid` holds: counted by SQLite, no entry loaded.
+    func cacheUsage(uid: UInt32) throws -> (all: CacheEviction.Usage, user: Int) {
+        try database.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(uid = ?), 0) FROM cacheEntry",
+                                       arguments: [Int64(uid)])
+            return (CacheEviction.Usage(entries: row?[0] ?? 0, bytes: row?[1] ?? 0), row?[2] ?? 0)
+        }
+    }
+
+    /// The entries of `uid`.
+    func cacheEntries(uid: UInt32) throws -> [CacheEntry] {
+        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM cacheEntry WHERE uid = ?", arguments: [Int64(uid)]).map(Self.entry) }
+    }
+
+    /// The `limit` least recently used entries (of `uid`, or of everyone), oldest first.
+    func oldestCacheEntries(uid: UInt32? = nil, limit: Int) throws -> [CacheEntry] {
+        try database.read { db in
+            let filter = uid == nil ? "" : "WHERE uid = ?"
+            let arguments: StatementArguments = uid.map { [Int64($0), limit] } ?? [limit]
+            return try Row.fetchAll(db, sql: "SELECT * FROM cacheEntry \(filter) ORDER BY lastUsed, uid, key LIMIT ?", arguments: arguments)
+                .map(Self.entry)
+        }
     }
 
     func deleteCacheEntry(uid: UInt32, key: String) throws {

@@ -101,6 +101,10 @@ public final class JobStore: Sendable {
                 t.add(column: "staleIfErrorUntil", .integer)
             }
         }
+        migrator.registerMigration("v8: cache eviction by last use") { db in
+            try db.create(index: "cacheEntryLastUsed", on: "cacheEntry", columns: ["lastUsed"])
+            try db.create(index: "cacheEntryUidLastUsed", on: "cacheEntry", columns: ["uid", "lastUsed"])
+        }
         return migrator
     }
 

@@ -12,7 +12,8 @@ import Glibc
 /// `fetch`: a URL's body through the cache. From the network when the route to its host allows it (a
 /// conditional request when there is a copy), else the copy, saying how old it is and why. Bodies are files
 /// in a directory per user; entries are in SQLite; least recently used entries are dropped after a fetch, off
-/// its path, to keep the cache within its capacity. Concurrent fetches of one URL by one user share one request.
+/// its path, to keep the cache within its bounds (`CacheEviction.Limits`: bytes, entries, entries per uid).
+/// Concurrent fetches of one URL by one user share one request.
 ///
 /// A user's own instance keeps its files to itself (0700, 0600). The system instance cannot hand a file to its
 /// client (no CAP_CHOWN), so a body is 0644 under a random 128-bit name, in directories others may pass
@@ -26,14 +27,14 @@ actor OfflineCache {
     private let directory: String
     /// Whether clients other than the daemon's own user read the bodies (the system instance).
     private let shared: Bool
-    private let capacity: Int64
+    private let limits: CacheEviction.Limits
     private let threshold: Int64
     private let metrics: TransferMetrics?
     private let logger: Logger
     private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, credentials: CredentialSource,
-         directory: String, shared: Bool, capacity: Int64, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
+         directory: String, shared: Bool, limits: CacheEviction.Limits, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
         self.metrics = metrics
         self.shared = shared
         self.store = store
@@ -42,7 +43,7 @@ actor OfflineCache {
         self.hosts = hosts
         self.credentials = credentials
         self.directory = directory
-        self.capacity = capacity
+        self.limits = limits
         self.threshold = threshold
         self.logger = logger
     }
@@ -115,16 +116,16 @@ actor OfflineCache {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
         var random = SystemRandomNumberGenerator()
-        let name = Self.hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) })
+        let name = CacheLayout.bodyName(using: &random)
         let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).tmp"
         let fd: Int32
         do {
-            fd = try await files.create(temporary, mode: shared ? 0o644 : 0o600)
+            fd = try await files.create(temporary, mode: mode_t(CacheLayout.bodyMode(shared: shared)))
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
         // A body larger than the whole cache cannot be kept: the capacity bounds what a server can make us write.
-        let bound = min(limit ?? capacity, capacity)
+        let bound = min(limit ?? limits.capacity, limits.capacity)
         let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, fd: fd, credentials: credentials)
         close(fd)
         if case .stored = outcome {} else { await files.remove(temporary) }
@@ -165,7 +166,7 @@ actor OfflineCache {
             } catch {
                 logger.error("cache: the entry for \(url) could not be written: \(error)")
             }
-            Task { await self.evict() }
+            Task { await self.evict(after: owner.uid) }
             metrics?.fetched(.miss)
             var result = served(stored, reason: nil, now: now)
             result.source = "network"
@@ -180,7 +181,7 @@ actor OfflineCache {
             return .failure(ProtocolError(.unavailable, "the server answered \(status)"))
         case .tooLarge(let size):
             let what = size.map { "the body (\($0) bytes)" } ?? "the body"
-            let why = bound < (limit ?? .max) ? "is larger than the cache (\(capacity) bytes)"
+            let why = bound < (limit ?? .max) ? "is larger than the cache (\(limits.capacity) bytes)"
                                               : "is too large for the metered route (over \(threshold) bytes)"
             guard let entry else { return .failure(ProtocolError(.unavailable, "not cached, and \(what) \(why)")) }
             metrics?.fetched(.stale)
@@ -208,22 +209,35 @@ actor OfflineCache {
                            status: entry.status, contentType: entry.contentType, size: entry.size, body: entry.file)
     }
 
-    /// Drops least recently used entries until the cache fits its capacity.
-    private func evict() async {
-        guard let entries = try? store.cacheEntries() else { return }
-        let byKey = Dictionary(entries.map { ("\($0.uid) \($0.key)", $0) }, uniquingKeysWith: { a, _ in a })
-        let victims = CacheEviction.victims(entries.map { CacheEviction.Entry(key: "\($0.uid) \($0.key)", size: $0.size, lastUsed: $0.lastUsed) },
-                                            capacity: capacity)
-        for victim in victims {
-            guard let entry = byKey[victim] else { continue }
-            try? store.deleteCacheEntry(uid: entry.uid, key: entry.key)
+    /// Drops least recently used entries until `uid`, and the cache in all, fit their bounds (counted by
+    /// SQLite: only the oldest entries are loaded, and only when a bound is exceeded).
+    private func evict(after uid: UInt32) async {
+        guard let usage = try? store.cacheUsage(uid: uid) else { return }
+        let excess = CacheEviction.userExcess(held: usage.user, limits: limits)
+        if excess > 0, let oldest = try? store.oldestCacheEntries(uid: uid, limit: excess), await !drop(oldest) { return }
+        while let usage = try? store.cacheUsage(uid: uid).all, CacheEviction.isOver(usage, limits: limits),
+              let oldest = try? store.oldestCacheEntries(limit: max(usage.entries - limits.entries, 64)) {
+            let victims = Set(CacheEviction.victims(oldestFirst: oldest.map(Self.evictable), usage: usage, limits: limits))
+            guard !victims.isEmpty, await drop(oldest.filter { victims.contains(Self.evictable($0)) }) else { return }
+        }
+    }
+
+    private static func evictable(_ entry: CacheEntry) -> CacheEviction.Entry {
+        CacheEviction.Entry(uid: entry.uid, key: entry.key, size: entry.size, lastUsed: entry.lastUsed)
+    }
+
+    /// Deletes the entries and their bodies; false when the store could not be written.
+    private func drop(_ entries: [CacheEntry]) async -> Bool {
+        for entry in entries {
+            guard (try? store.deleteCacheEntry(uid: entry.uid, key: entry.key)) != nil else { return false }
             await files.remove(entry.file)
             logger.debug("cache: evicted \(entry.url) (\(entry.size) bytes)")
         }
+        return true
     }
 
     /// `DIR/UID`: closed to everyone but the daemon's user, or (system instance) passable but not listable.
     private func makeUserDirectory(_ path: String) throws {
-        guard mkdir(path, shared ? 0o711 : 0o700) == 0 || errno == EEXIST else { throw FileError("cannot create the cache directory \(path)") }
+        guard mkdir(path, mode_t(CacheLayout.directoryMode(shared: shared))) == 0 || errno == EEXIST else { throw FileError("cannot create the cache directory \(path)") }
     }
 }

@@ -52,8 +52,9 @@ actor TransferScheduler: FetchObserver {
     private var stopIntents: [String: StopIntent] = [:]
     private var probing: Set<String> = []
     private var sizeChecked: Set<String> = []
-    private var watchedHost: [String: String] = [:]
-    private var verdicts: [String: StampedVerdict] = [:]
+    private var jobHosts = JobHosts()
+    /// Per watched host, the call that started its watch: its unwatch waits for it.
+    private var hostWatches: [String: Task<Void, Never>] = [:]
     private var lastCheckpoint: [String: (bytes: Int64, seconds: Double)] = [:]
     private var lastEvent: [String: Double] = [:]
     private var progressedThisAttempt: Set<String> = []
@@ -93,29 +94,25 @@ actor TransferScheduler: FetchObserver {
         reschedule()
     }
 
-    /// New verdicts for watched hosts (events may arrive out of order: the newer sequence wins).
+    /// New verdicts (events may arrive out of order: the newer sequence wins); only hosts a job needs are kept.
     func hostVerdictsChanged(_ changed: [StampedVerdict]) {
-        var any = false
-        for stamped in changed {
-            let host = stamped.verdict.target
-            if let known = verdicts[host], known.sequence >= stamped.sequence { continue }
-            verdicts[host] = stamped
-            any = true
-        }
-        if any { reschedule() }
+        if jobHosts.record(changed) { reschedule() }
     }
 
+    /// Watches the job's host, once for all the jobs that need it.
     private func watchHost(of job: Job) {
-        guard watchedHost[job.id] == nil, let host = try? TransferURL(job.url).host else { return }
-        watchedHost[job.id] = host
-        Task {
-            let current = await hosts.watch([host])
-            self.hostVerdictsChanged(current)
-        }
+        guard let host = try? TransferURL(job.url).host, jobHosts.add(job: job.id, host: host) else { return }
+        hostWatches[host] = Task { self.hostVerdictsChanged(await hosts.watch([host])) }
     }
 
+    /// Ends the watch of the job's host when no other job needs it (after the watch has started).
     private func unwatchHost(of id: String) {
-        if let host = watchedHost.removeValue(forKey: id) { hosts.unwatch([host]) }
+        guard let host = jobHosts.remove(job: id) else { return }
+        let watch = hostWatches.removeValue(forKey: host)
+        Task { [hosts] in
+            await watch?.value
+            hosts.unwatch([host])
+        }
     }
 
     // MARK: Client operations
@@ -378,8 +375,8 @@ actor TransferScheduler: FetchObserver {
     // MARK: Scheduling
 
     private func decision(for job: Job, size: Int64?, sizeChecked: Bool) -> TransferGate.Decision {
-        let host = watchedHost[job.id] ?? ((try? TransferURL(job.url).host) ?? "?")
-        let decision = settings.gate.decide(host: host, verdict: verdicts[host]?.verdict, size: size,
+        let host = jobHosts.host(of: job.id) ?? ((try? TransferURL(job.url).host) ?? "?")
+        let decision = settings.gate.decide(host: host, verdict: jobHosts.verdict(forHost: host)?.verdict, size: size,
                                             sizeChecked: sizeChecked, allowMetered: job.allowMetered)
         // A refresh check is its own size probe: a 304 costs nothing, a large new body is stopped at its head.
         if case .needSize = decision, job.isRefreshing { return .run }
@@ -703,7 +700,7 @@ actor TransferScheduler: FetchObserver {
 
     /// The verdict for the job's host, as last heard.
     private func verdict(for job: Job) -> Verdict? {
-        watchedHost[job.id].flatMap { verdicts[$0]?.verdict }
+        jobHosts.host(of: job.id).flatMap { jobHosts.verdict(forHost: $0)?.verdict }
     }
 
     /// How many jobs are in each state (the metrics, at a scrape).

@@ -98,11 +98,14 @@ public enum TransferService {
         try await scheduler.load()
         let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
-        try makeDirectory(options.cacheDirectory, mode: shared ? 0o711 : 0o700)
+        try makeDirectory(options.cacheDirectory, mode: mode_t(CacheLayout.directoryMode(shared: shared)))
+        CacheRepair.run(directory: options.cacheDirectory, shared: shared, store: store, logger: logger)
         let cache = OfflineCache(
             store: store, files: files, fetcher: fetcher, hosts: hosts,
             credentials: CredentialSource(netrcPath: netrc, files: files),
-            directory: options.cacheDirectory, shared: shared, capacity: options.configuration.cacheCapacity,
+            directory: options.cacheDirectory, shared: shared,
+            limits: CacheEviction.Limits(capacity: options.configuration.cacheCapacity, entries: options.configuration.cacheMaximumEntries,
+                                         entriesPerUser: options.configuration.cacheMaximumEntriesPerUser),
             threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
         )
         let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger)

@@ -13,10 +13,19 @@ final class CacheIntegrationTests: XCTestCase {
         lab = nil
     }
 
-    private func start(capacity: Int = 256 << 20) throws {
+    private var config = ""
+
+    /// `cache`: more `[cache]` settings.
+    private func start(capacity: Int = 256 << 20, cache: String = "") throws {
         lab = try TransferLab()
         try lab.startTestServer()
-        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n")
+        config = "[downloads]\nmetered_threshold = 1048576\n[cache]\ncapacity_bytes = \(capacity)\n" + cache
+        try lab.startDaemon(config: config)
+    }
+
+    /// The bodies in a uid's cache directory (not the temporaries of fetches under way).
+    private func bodies(of uid: UInt32) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: lab.cacheDirectory + "/\(uid)").filter { !$0.hasPrefix(".") }
     }
 
     private func fetch(_ url: String, user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, sum: String, err: String) {
@@ -143,6 +152,55 @@ final class CacheIntegrationTests: XCTestCase {
         XCTAssertNotEqual(try FileManager.default.contentsOfDirectory(atPath: lab.cacheDirectory + "/0").first, body, "not derived from the URL")
         XCTAssertEqual(stat(directory + "/" + body, &info), 0)
         XCTAssertEqual(info.st_uid, lab.daemonUID)
+        XCTAssertEqual(info.st_mode & 0o777, 0o644)
+    }
+
+    /// Empty bodies are entries too: a client fetching `?0`, `?1`, … keeps at most `max_entries_per_user` of
+    /// them, and the cache at most `max_entries`, the least recently used going first (issue 22).
+    func testEntryBoundsHoldForEmptyBodies() throws {
+        try start(cache: "max_entries = 5\nmax_entries_per_user = 3\n")
+        try lab.serve("empty.bin", bytes: 0)
+        for n in 0..<6 { XCTAssertEqual(try fetch(lab.url("empty.bin?\(n)")).status, 0) }
+        // Eviction runs after the fetch has been answered.
+        XCTAssertEqual(try waited(for: { try self.bodies(of: 0) }, until: { $0.count <= 3 }).count, 3)
+        for n in 0..<3 { XCTAssertEqual(try fetch(lab.url("empty.bin?n\(n)"), user: "nobody", groups: [lab.daemonGID]).status, 0) }
+        let counts = try waited(for: { (try self.bodies(of: 0).count, try self.bodies(of: 65534).count) }, until: { $0.0 + $0.1 <= 5 })
+        XCTAssertEqual(counts.0, 2, "root's least recently used entry went for the cache's bound")
+        XCTAssertEqual(counts.1, 3)
+        try unreachable()
+        XCTAssertEqual(try fetch(lab.url("empty.bin?5")).status, 0, "root's newest entry is kept")
+        XCTAssertEqual(try fetch(lab.url("empty.bin?3")).status, 1, "root's oldest entries are gone")
+    }
+
+    /// The root-run version left each uid's bodies in a 0700 directory, 0600 (the upgrade hands them to the
+    /// daemon's user, modes unchanged): at start the system instance brings them to its layout, and a user's
+    /// cached copies open again (issue 22).
+    func testCacheDirectoriesOfTheRootRunVersionAreMigratedAtStart() throws {
+        try start()
+        let user = try lab.makeUser("c")
+        let sum = try lab.serve("old.bin", bytes: 30_000)
+        let url = lab.url("old.bin?cache-control=max-age=3600")
+        XCTAssertEqual(try fetch(url, user: user.name, groups: [lab.daemonGID]).sum, sum)
+        let directory = lab.cacheDirectory + "/\(user.uid)"
+        let before = try XCTUnwrap(try bodies(of: user.uid).first)
+        lab.stopDaemon()
+        XCTAssertEqual(chmod(directory, 0o700), 0)
+        XCTAssertEqual(chmod(directory + "/" + before, 0o600), 0)
+        XCTAssertTrue(FileManager.default.createFile(atPath: directory + "/.\(before).1234.tmp", contents: Data("left over".utf8)))
+
+        try lab.startDaemon(config: config)
+        let again = try fetch(url, user: user.name, groups: [lab.daemonGID])
+        XCTAssertEqual(again.status, 0, again.err)
+        XCTAssertEqual(again.sum, sum)
+        XCTAssertTrue(again.err.contains("fresh"), "served from the cache: \(again.err)")
+        XCTAssertEqual(lab.gets("old.bin", atLeast: 1).count, 1)
+        var info = stat()
+        XCTAssertEqual(stat(directory, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o711)
+        let after = try FileManager.default.contentsOfDirectory(atPath: directory)
+        XCTAssertEqual(after.count, 1, "the leftover is removed: \(after)")
+        XCTAssertNotEqual(after.first, before, "a new name: the old one may have been derived from the URL")
+        XCTAssertEqual(stat(directory + "/" + (after.first ?? ""), &info), 0)
         XCTAssertEqual(info.st_mode & 0o777, 0o644)
     }
 }

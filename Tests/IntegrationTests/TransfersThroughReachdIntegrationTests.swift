@@ -57,7 +57,66 @@ final class TransfersThroughReachdIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/a.bin"), sum)
     }
 
+    /// Past reachd's 4,096 host subscriptions per connection, the next hosts are subscribed on another
+    /// connection, without resubscribing the others, and their jobs say what reachd judged, never that reachd
+    /// is not running (issue 22). The hosts are IP literals behind an unreachable route: no packet is sent.
+    func testMoreHostsThanOneConnectionOfReachdTakes() throws {
+        lab = try TransferLab()
+        try lab.lab.ip("route add unreachable 10.77.0.0/16")
+        try lab.lab.startDaemon()
+        let arguments = ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath]
+        // 4,097 jobs on distinct hosts, written into the job table while the daemon is stopped: adding them one
+        // by one takes minutes (each add re-decides every job).
+        let config = "[downloads]\nmax_jobs_per_user = 5000\n"
+        try lab.startDaemon(config: config, arguments: arguments)
+        lab.stopDaemon()
+        let script = lab.lab.directory + "/jobs.py"
+        try """
+            import sqlite3, sys, time
+            db = sqlite3.connect(sys.argv[1])
+            now = int(time.time() * 1e6)
+            db.executemany("INSERT INTO job (id, sequence, url, output, state, priority, allowMetered, uid, gid, groups, "
+                           "bytesReceived, attempts, created, updated) VALUES (?, ?, ?, ?, 'queued', 'normal', 0, 0, 0, '', 0, 0, ?, ?)",
+                           [("%016x" % (n + 1), n + 1, "http://10.77.%d.%d/f" % (n >> 8, n & 255), "%s/f%d" % (sys.argv[2], n), now, now)
+                            for n in range(4097)])
+            db.commit()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        try lab.lab.run("/usr/bin/python3 \(script) \(lab.stateDirectory)/jobs.sqlite \(lab.out)")
+        try lab.startDaemon(config: config, arguments: arguments)
+
+        func judged(_ id: String, _ what: String) throws {
+            let job = try lab.waitFor(id, "judged by reachd", timeout: 60) { ($0.reason ?? "").contains("is not reachable (") }
+            XCTAssertFalse((job.reason ?? "").contains("no verdict"), "\(what): \(job.reason ?? "")")
+        }
+        try judged(String(format: "%016x", 1), "the first host")
+        try judged(String(format: "%016x", 4097), "the 4,097th host")
+        // One more, as a client adds it: subscribed on its own.
+        let added = try lab.client().job(TransferRequest(op: .add, download: DownloadSpec(url: "http://10.77.16.1/f", output: lab.out + "/g")))
+        try judged(added.id, "a host added later")
+        XCTAssertEqual(lab.log.components(separatedBy: "per-host verdicts from reachd at").count - 1, 2, "connected once per start, never again")
+        XCTAssertEqual(try reachdConnections(of: try daemonPID()), 2, "ceil(4098 / 4096)")
+    }
+
     private func daemonPID() throws -> Int32 { try XCTUnwrap(lab.daemonPID) }
+
+    /// The connections of `pid` to reachd: reachd's ends (local address its socket path) whose peer is one of `pid`'s sockets.
+    private func reachdConnections(of pid: Int32) throws -> Int {
+        let inodes = Set(try socketInodes(of: pid))
+        let table = try lab.lab.run("ip netns exec \(lab.lab.host) ss -xH")
+        return table.split(separator: "\n").filter { line in
+            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+            return columns.count >= 8 && columns[4] == lab.lab.socketPath && inodes.contains(String(columns[7]))
+        }.count
+    }
+
+    /// The inodes of the sockets among `pid`'s descriptors.
+    private func socketInodes(of pid: Int32) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap { fd in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst(8).dropLast())
+        }
+    }
 
     /// The netlink sockets among `pid`'s descriptors (socket inodes that /proc/net/netlink of its namespace lists).
     private func netlinkSockets(of pid: Int32) throws -> Int {

@@ -47,6 +47,11 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.netrcPath, "/etc/reachd/netrc")
         XCTAssertEqual(defaults.cacheCapacity, 256 << 20)
         XCTAssertEqual(try Configuration(toml: "[cache]\ncapacity_bytes = 1000\n").cacheCapacity, 1000)
+        XCTAssertEqual(defaults.cacheMaximumEntries, 65536)
+        XCTAssertEqual(defaults.cacheMaximumEntriesPerUser, 4096)
+        let entries = try Configuration(toml: "[cache]\nmax_entries = 10\nmax_entries_per_user = 3\n")
+        XCTAssertEqual(entries.cacheMaximumEntries, 10)
+        XCTAssertEqual(entries.cacheMaximumEntriesPerUser, 3)
         XCTAssertEqual(config.caFile, "/etc/reachd/ca.pem")
         XCTAssertEqual(config.meteredThreshold, 0)
         XCTAssertEqual(config.transferConcurrency, 5)
@@ -109,6 +114,8 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nread_timeout_seconds = 0", "downloads: read_timeout_seconds must be a number of seconds from 0.1 to 86400"),
             ("[cache]\ncapacity_bytes = -1", "cache: \"capacity_bytes\" must be a number of bytes"),
             ("[cache]\nsize = 1", "cache: unknown key \"size\""),
+            ("[cache]\nmax_entries = 0", "cache: \"max_entries\" must be 1 to 10000000"),
+            ("[cache]\nmax_entries_per_user = \"many\"", "cache: \"max_entries_per_user\" must be 1 to 10000000"),
             ("[hosts]\nttl = 5", "unknown key \"ttl\""),
             ("[connectivity]\nurl = \"http://a/\"\nexpect_status = 42", "\"expect_status\" must be"),
             ("[connectivity]\nurl = \"http://a/\"\nretries = 3", "unknown key \"retries\""),

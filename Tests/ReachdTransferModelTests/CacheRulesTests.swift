@@ -83,6 +83,74 @@ final class CacheRulesTests: XCTestCase {
         XCTAssertNil(standIn(503, strict, metered: true), "must-revalidate: never served stale")
         XCTAssertNil(standIn(503, strict, error: CacheControl("stale-if-error=60")))
     }
+
+    // MARK: Eviction (issue 22: empty bodies fill no state directory)
+
+    private func entries(_ sizes: [Int64], uid: UInt32 = 1000) -> [CacheEviction.Entry] {
+        sizes.enumerated().map { CacheEviction.Entry(uid: uid, key: "k\($0.offset)", size: $0.element, lastUsed: seconds(Int64($0.offset))) }
+    }
+
+    private func usage(_ entries: [CacheEviction.Entry]) -> CacheEviction.Usage {
+        CacheEviction.Usage(entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size })
+    }
+
+    func testBytesOverCapacityEvictTheLeastRecentlyUsed() {
+        let oldestFirst = entries([400, 400, 400])
+        let limits = { (capacity: Int64) in CacheEviction.Limits(capacity: capacity, entries: 100, entriesPerUser: 100) }
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: oldestFirst, usage: usage(oldestFirst), limits: limits(1000)).map(\.key), ["k0"])
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: oldestFirst, usage: usage(oldestFirst), limits: limits(300)).map(\.key), ["k0", "k1", "k2"])
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: oldestFirst, usage: usage(oldestFirst), limits: limits(1200)), [])
+    }
+
+    func testEmptyBodiesCountAsEntries() {
+        let empty = entries(Array(repeating: 0, count: 7))
+        let limits = CacheEviction.Limits(capacity: 1 << 20, entries: 5, entriesPerUser: 3)
+        XCTAssertFalse(CacheEviction.isOver(CacheEviction.Usage(entries: 5, bytes: 0), limits: limits))
+        XCTAssertTrue(CacheEviction.isOver(usage(empty), limits: limits), "7 empty bodies exceed 5 entries")
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: empty, usage: usage(empty), limits: limits).map(\.key), ["k0", "k1"])
+        XCTAssertEqual(CacheEviction.userExcess(held: 7, limits: limits), 4)
+        XCTAssertEqual(CacheEviction.userExcess(held: 3, limits: limits), 0)
+        // Only the oldest part of the cache is at hand: as many as it takes, no more.
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: Array(empty.prefix(1)), usage: usage(empty), limits: limits).map(\.key), ["k0"])
+    }
+
+    func testEntriesAndBytesBothBind() {
+        let mixed = entries([0, 900, 0, 0, 100])
+        let limits = CacheEviction.Limits(capacity: 500, entries: 4, entriesPerUser: 10)
+        XCTAssertEqual(CacheEviction.victims(oldestFirst: mixed, usage: usage(mixed), limits: limits).map(\.key), ["k0", "k1"],
+                       "one entry too many, and 500 bytes too many")
+    }
+
+    // MARK: Layout (issue 22: the cache of the root-run version)
+
+    func testOnlyTheSystemInstancesUnpassableDirectoriesAreMigrated() {
+        XCTAssertTrue(CacheLayout.needsMigration(directoryMode: 0o40700, shared: true), "the root-run version's")
+        XCTAssertFalse(CacheLayout.needsMigration(directoryMode: 0o40711, shared: true))
+        XCTAssertFalse(CacheLayout.needsMigration(directoryMode: 0o40710, shared: true), "created under UMask=0027")
+        XCTAssertFalse(CacheLayout.needsMigration(directoryMode: 0o40700, shared: false), "a user's own instance keeps 0700")
+        XCTAssertEqual(CacheLayout.directoryMode(shared: true), 0o711)
+        XCTAssertEqual(CacheLayout.bodyMode(shared: true), 0o644)
+        XCTAssertEqual(CacheLayout.directoryMode(shared: false), 0o700)
+        XCTAssertEqual(CacheLayout.bodyMode(shared: false), 0o600)
+    }
+
+    func testAMigrationKeepsTheBodiesEntriesNameAndRemovesTheRest() {
+        let migration = CacheLayout.migration(
+            of: "/var/cache/reachd-transfers/1000",
+            names: ["0123abcd", ".0123abcd.77.tmp", "replaced"],
+            entries: [("GET http://a/", "/var/cache/reachd-transfers/1000/0123abcd"), ("GET http://b/", "/var/cache/reachd-transfers/1000/gone"),
+                      ("GET http://c/", "/elsewhere/0123abcd")])
+        XCTAssertEqual(migration.moved, ["GET http://a/"])
+        XCTAssertEqual(migration.missing, ["GET http://b/", "GET http://c/"])
+        XCTAssertEqual(migration.leftovers, [".0123abcd.77.tmp", "replaced"])
+    }
+
+    func testBodyNamesAre128RandomBits() {
+        var generator = SystemRandomNumberGenerator()
+        let names = (0..<100).map { _ in CacheLayout.bodyName(using: &generator) }
+        XCTAssertEqual(Set(names).count, 100)
+        XCTAssertTrue(names.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
+    }
 }
 
 /// Time deferred, by reason, for the metrics.

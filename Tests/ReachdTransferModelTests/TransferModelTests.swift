@@ -547,11 +547,5 @@ final class OfflineCacheTests: XCTestCase {
         XCTAssertEqual(CacheKey.key(method: "GET", url: "https://m.test?q"), "GET https://m.test/?q")
         XCTAssertEqual(CacheKey.key(method: "GET", url: "http://[2001:db8::1]:80/x"), "GET http://[2001:db8::1]/x")
         XCTAssertNil(CacheKey.key(method: "GET", url: "ftp://m.test/"))
-        let t = { (s: Int64) in Timestamp(microseconds: s) }
-        let entries = [CacheEviction.Entry(key: "a", size: 400, lastUsed: t(3)), CacheEviction.Entry(key: "b", size: 400, lastUsed: t(1)),
-                       CacheEviction.Entry(key: "c", size: 400, lastUsed: t(2))]
-        XCTAssertEqual(CacheEviction.victims(entries, capacity: 1000), ["b"])
-        XCTAssertEqual(CacheEviction.victims(entries, capacity: 300), ["b", "c", "a"])
-        XCTAssertEqual(CacheEviction.victims(entries, capacity: 1200), [])
     }
 }
