@@ -80,10 +80,14 @@ def idle(args, pid, path, request):
     def attack():
         held = []
         for _ in range(args.connections):
+            sock = socket.socket(socket.AF_UNIX)
+            sock.settimeout(1)
             try:
-                sock = unix(path)
+                sock.connect(path)
                 sock.send(b'{"op":"sta')
                 held.append(sock)
+            except socket.timeout:
+                break  # the daemon no longer accepts: its backlog is full
             except OSError:
                 pass
         open(args.ready, "w").close()
@@ -94,12 +98,13 @@ def idle(args, pid, path, request):
     while not os.path.exists(args.ready) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(1)
-    ticks0 = cpu_ticks(pid)
+    ticks0, started = cpu_ticks(pid), time.monotonic()
     answers = [root_answer_ms(path, request) for _ in range(3)]
     time.sleep(3)
-    cpu = (cpu_ticks(pid) - ticks0) / HZ / (3 + sum(a or 5 for a in answers) / 1000) * 100
+    cpu = (cpu_ticks(pid) - ticks0) / HZ / (time.monotonic() - started) * 100
     held = fds(pid)
-    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0); os.unlink(args.ready)
+    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
+    if os.path.exists(args.ready): os.unlink(args.ready)
     time.sleep(3)
     print(f"idle: {args.connections} connections of nobody: root answered in {answers} ms (None = no answer within 5 s); "
           f"daemon CPU {cpu:.0f}%; fds {fd0} idle, {held} under attack, {fds(pid)} 3 s after", flush=True)
@@ -199,7 +204,8 @@ def metrics(args, pid, port):
             results.append(round((time.monotonic() - start) * 1000, 1) if ok else None)
         except OSError:
             results.append(None)
-    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0); os.unlink(args.ready)
+    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
+    if os.path.exists(args.ready): os.unlink(args.ready)
     print(f"metrics: {args.connections} idle TCP connections of nobody: scrapes answered in {results} ms (None = failed)", flush=True)
 
 
