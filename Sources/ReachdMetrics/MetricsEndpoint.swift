@@ -4,6 +4,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ReachdServiceKit
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Serves `GET /metrics` in Prometheus's text exposition format over HTTP/1.1, on a TCP address or a Unix
 /// socket. Each scrape calls `render` (on a task: it may ask actors) and answers with what it returns. Idle
@@ -21,9 +24,13 @@ public final class MetricsEndpoint: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            // Out of descriptors (EMFILE, ENFILE): accepting pauses a moment instead of spinning on the ready socket.
+            // Out of descriptors (EMFILE, ENFILE): accepting pauses a second instead of spinning on the ready socket.
             .serverChannelInitializer { server in
-                server.eventLoop.makeCompletedFuture { try server.pipeline.syncOperations.addHandler(AcceptBackoffHandler()) }
+                server.eventLoop.makeCompletedFuture {
+                    try server.pipeline.syncOperations.addHandler(AcceptPause { code in
+                        logger.warning("cannot accept connections (\(String(cString: strerror(code)))): paused for 1 s")
+                    })
+                }
             }
             .childChannelInitializer { channel in
                 guard connections.admit(channel) else { return channel.eventLoop.makeSucceededVoidFuture() }

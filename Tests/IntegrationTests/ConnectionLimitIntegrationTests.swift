@@ -138,6 +138,21 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.reachctl(["ping"]).out, "pong\n")
     }
 
+    /// Out of descriptors (a limit of 64, 100 connections of root's waiting): accepting pauses, logged, instead of
+    /// spinning on the ready socket (SwiftNIO's own backoff leaves it registered), and resumes once they close.
+    func testOutOfDescriptorsAcceptingPausesAndResumes() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon(arguments: ["--log-level", "notice"], wrapper: ["/usr/bin/prlimit", "--nofile=64", "--"])
+        var waiting: [ReachdConnection] = []
+        for _ in 0..<100 { waiting.append(try ReachdConnection(path: lab.socketPath)) }
+        try eventually("the daemon to say it paused accepting", detail: lab.log.suffix(2000).description) {
+            lab.log.contains("cannot accept connections (Too many open files): paused for 1 s")
+        }
+        waiting.removeAll()
+        try eventually("reachd to serve again") { (try? lab.reachctl(["ping"]).out) == "pong\n" }
+    }
+
     private static func residentKiB(_ pid: Int32) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
