@@ -261,11 +261,24 @@ final class TransferLab {
         daemon = process
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if let client = try? TransferClient(path: socketPath), case .pong? = try? client.call(TransferRequest(op: .ping), timeout: 5) { return }
+            if Self.answers(socketPath) { return }
             guard process.isRunning else { throw LabError("reachd-transfers exited (\(process.terminationStatus)): \(self.log)") }
             usleep(20_000)
         }
         throw LabError("reachd-transfers did not answer: \(log)")
+    }
+
+    /// Whether a daemon answers at `path`: a pong, or (a user's own instance, which serves only that user) root
+    /// told it is not allowed.
+    static func answers(_ path: String) -> Bool {
+        guard let client = try? TransferClient(path: path) else { return false }
+        do {
+            guard case .pong = try client.call(TransferRequest(op: .ping), timeout: 5) else { return false }
+            return true
+        } catch {
+            guard case .refused(let refusal) = error else { return false }
+            return refusal.code == .permissionDenied
+        }
     }
 
     /// Stops the daemon with `signal` (SIGKILL: no chance to write anything) and waits for it.
