@@ -31,6 +31,8 @@ public struct Peer: Sendable, Equatable {
 public final class PeerLimiter: Sendable {
     public let limits: ConnectionLimits
     private let ledger: Mutex<ConnectionLedger>
+    /// Refusals are logged at most every 10 s.
+    private let refusalLog = Mutex(LogThrottle(intervalNanoseconds: 10_000_000_000))
     private let isPrivileged: @Sendable (Peer) -> Bool
     private let refusalLine: @Sendable (String) -> [UInt8]
     private let logger: Logger
@@ -62,7 +64,10 @@ public final class PeerLimiter: Sendable {
             let admission = self.ledger.withLock { $0.admit(uid: peer.uid, privileged: privileged) }
             guard admission == .admitted else {
                 if case .refused(let reason) = admission {
-                    self.logger.notice("refused a connection of uid \(peer.uid): \(reason)")
+                    if let leftOut = self.refusalLog.withLock({ $0.note(at: NIODeadline.now().uptimeNanoseconds) }) {
+                        let more = leftOut > 0 ? " (\(leftOut) more refused since the last such line)" : ""
+                        self.logger.notice("refused a connection of uid \(peer.uid): \(reason)\(more)")
+                    }
                     self.count("connection_limit")
                     try Self.turnAway(channel, line: self.refusalLine(reason))
                 }

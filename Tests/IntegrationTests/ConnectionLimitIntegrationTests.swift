@@ -50,6 +50,8 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         let status = try lab.reachctl(["status"])
         XCTAssertEqual(status.status, 0, status.err)
         XCTAssertTrue(status.out.contains("wired"), status.out)
+        let logged = lab.log.components(separatedBy: "refused a connection of uid 65534").count - 1
+        XCTAssertEqual(logged, 1, "44 refusals within 10 s make one log line, not a flood of the journal")
     }
 
     func testAConnectionHoldingHalfALineIsClosedButASubscriberStays() throws {

@@ -65,4 +65,14 @@ final class ConnectionLedgerTests: XCTestCase {
         XCTAssertEqual(slots.admit(6, now: 80), .admitted)
         XCTAssertEqual(slots.count, 3)
     }
+
+    func testRefusalsAreLoggedAtMostOncePerIntervalWithACountOfTheRest() {
+        var throttle = LogThrottle(intervalNanoseconds: 10)
+        XCTAssertEqual(throttle.note(at: 100), 0, "the first is written")
+        XCTAssertNil(throttle.note(at: 101))
+        XCTAssertNil(throttle.note(at: 109))
+        XCTAssertEqual(throttle.note(at: 110), 2, "the next line says how many were left out")
+        XCTAssertNil(throttle.note(at: 111))
+        XCTAssertEqual(throttle.note(at: 500), 1)
+    }
 }
