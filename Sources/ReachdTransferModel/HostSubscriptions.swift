@@ -54,6 +54,9 @@ public struct HostSubscriptions: Sendable {
 
     public func isWatched(_ host: String) -> Bool { watchers[host] != nil }
 
+    /// Whether `host` is subscribed on a connection (reachd has no unsubscribe: also after its last watch ended).
+    public func isSubscribed(_ host: String) -> Bool { home[host] != nil }
+
     /// Whether `connection` is open or being opened (not closed, nor planned before the last reset).
     public func isOpen(_ connection: Int) -> Bool { connections[connection] != nil }
 

@@ -95,12 +95,17 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
     /// Counts the watch and queues new hosts for subscribing; returns the verdicts known now (the others
     /// follow through the observer).
     func watch(_ hosts: [String]) async -> [StampedVerdict] {
-        let known = state.withLock { state in
+        let (known, asked) = state.withLock { state -> ([StampedVerdict], [String]) in
+            // A host watched again while still subscribed (reachd has no unsubscribe) is not subscribed anew, and its
+            // verdict went with its last watch: asked for once, its changes come as events again.
+            let again = hosts.filter { state.latest[$0] == nil && !state.plan.isWatched($0) && state.plan.isSubscribed($0) }
             state.plan.watch(hosts.filter(Request.isValidHost))
-            return hosts.compactMap { host in state.latest[host] ?? placeholder(for: host, in: &state) }
+            return (hosts.compactMap { host in state.latest[host] ?? placeholder(for: host, in: &state) }, again)
         }
         work()
-        return known
+        var verdicts = known
+        for host in asked { verdicts.append(await verdict(for: host)) }
+        return verdicts
     }
 
     func unwatch(_ hosts: [String]) {

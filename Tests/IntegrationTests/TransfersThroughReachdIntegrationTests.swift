@@ -45,6 +45,22 @@ final class TransfersThroughReachdIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
     }
 
+    /// A job for a host whose last job just ended: the host is still subscribed on reachd's connection (reachd has
+    /// no unsubscribe), its verdict went with that job, so it is asked for again instead of waiting for a change
+    /// ("route … not known yet", as the system test's second upload once did).
+    func testAHostWatchedAgainAfterItsLastJobGetsItsVerdict() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.lab.startDaemon()
+        try lab.startDaemon(arguments: ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath])
+        _ = try lab.serve("a.bin", bytes: 20_000)
+        for round in 1...3 {
+            let id = try lab.add(lab.url("a.bin"), output: lab.out + "/a\(round).bin")
+            let done = try lab.waitFor(id, "job \(round) completed") { $0.state.isTerminal }
+            XCTAssertEqual(done.state, .completed, "round \(round): \(done.reason ?? "")")
+        }
+    }
+
     func testAutomaticFallsBackToItsOwnWatcherWithoutReachd() throws {
         lab = try TransferLab()
         try lab.startTestServer()
