@@ -80,13 +80,7 @@ public final class SocketServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             // Out of descriptors (EMFILE, ENFILE): accepting pauses a second instead of spinning on the ready socket.
-            .serverChannelInitializer { server in
-                server.eventLoop.makeCompletedFuture {
-                    try server.pipeline.syncOperations.addHandler(AcceptPause { code in
-                        logger.warning("cannot accept connections (\(String(cString: strerror(code)))): paused for 1 s")
-                    })
-                }
-            }
+            .serverChannelInitializer { AcceptPause.install(on: $0, logger: logger) }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
             // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
             .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536))

@@ -4,17 +4,11 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ReachdServiceKit
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Serves `GET /metrics` in Prometheus's text exposition format over HTTP/1.1, on a TCP address or a Unix
 /// socket. Each scrape calls `render` (on a task: it may ask actors) and answers with what it returns. Idle
 /// connections cannot keep a scraper out (`ScrapeConnections`); with none open, it arms no timer.
 public final class MetricsEndpoint: Sendable {
-    /// Connections served at once; a newcomer past them replaces the one idle longest.
-    public static let maximumConnections = ScrapeConnections.capacity
-
     private let channel: any Channel
 
     /// Binds `address` and starts serving; a socket path must be free (the daemons prepare it first).
@@ -25,13 +19,7 @@ public final class MetricsEndpoint: Sendable {
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // Out of descriptors (EMFILE, ENFILE): accepting pauses a second instead of spinning on the ready socket.
-            .serverChannelInitializer { server in
-                server.eventLoop.makeCompletedFuture {
-                    try server.pipeline.syncOperations.addHandler(AcceptPause { code in
-                        logger.warning("cannot accept connections (\(String(cString: strerror(code)))): paused for 1 s")
-                    })
-                }
-            }
+            .serverChannelInitializer { AcceptPause.install(on: $0, logger: logger) }
             .childChannelInitializer { channel in
                 guard connections.admit(channel) else { return channel.eventLoop.makeSucceededVoidFuture() }
                 return channel.eventLoop.makeCompletedFuture {

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +20,15 @@ public final class AcceptPause: ChannelInboundHandler {
     public init(pause: TimeAmount = .seconds(1), onPause: @escaping @Sendable (Int32) -> Void = { _ in }) {
         self.pause = pause
         self.onPause = onPause
+    }
+
+    /// For a server channel initializer: adds a pause that logs each pause as a warning on `logger`.
+    public static func install(on server: any Channel, logger: Logger) -> EventLoopFuture<Void> {
+        server.eventLoop.makeCompletedFuture {
+            try server.pipeline.syncOperations.addHandler(AcceptPause { code in
+                logger.warning("cannot accept connections (\(String(cString: strerror(code)))): paused for 1 s")
+            })
+        }
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -18,9 +18,6 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.reserved = reserved
         self.idleSeconds = idleSeconds
     }
-
-    /// Descriptors the connections can take at most: what `LimitNOFILE=` in the unit must leave room for.
-    public var descriptors: Int { total + reserved }
 }
 
 /// Open connections counted by uid, against `ConnectionLimits`. A pure value: the listener asks it for each new

@@ -51,9 +51,6 @@ public final class PeerLimiter: Sendable {
         self.count = count
     }
 
-    /// Open connections in all.
-    public var open: Int { ledger.withLock { $0.open } }
-
     /// For a child channel initializer: reads the peer's credentials and admits or refuses it. `refuse` may turn a
     /// peer away first (the line it returns is sent); an admitted peer's pipeline is set up by `accept`.
     public func admit(_ channel: any Channel, refuse: @escaping @Sendable (Peer) -> [UInt8]? = { _ in nil },

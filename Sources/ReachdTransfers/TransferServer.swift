@@ -32,13 +32,7 @@ final class TransferServer: Sendable {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             // Out of descriptors (EMFILE, ENFILE): accepting pauses a second instead of spinning on the ready socket.
-            .serverChannelInitializer { server in
-                server.eventLoop.makeCompletedFuture {
-                    try server.pipeline.syncOperations.addHandler(AcceptPause { code in
-                        logger.warning("cannot accept connections (\(String(cString: strerror(code)))): paused for 1 s")
-                    })
-                }
-            }
+            .serverChannelInitializer { AcceptPause.install(on: $0, logger: logger) }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 128 * 1024, high: 1024 * 1024))
             .childChannelInitializer { child in
                 limiter.admit(child, refuse: { peer in
