@@ -1,5 +1,6 @@
 import XCTest
 @testable import ReachdTransfers
+import ReachdTransferModel
 
 /// An upload's outcome by the server's answer; a failure's reason quotes the answer's start, safe for a terminal.
 final class UploadAnswerTests: XCTestCase {
