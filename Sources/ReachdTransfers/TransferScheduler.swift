@@ -94,6 +94,11 @@ actor TransferScheduler: FetchObserver {
         reschedule()
     }
 
+    /// Takes the host verdicts of `verdicts`, batch by batch in order, until the stream ends.
+    func run(verdicts: AsyncStream<[StampedVerdict]>) async {
+        for await batch in verdicts { hostVerdictsChanged(batch) }
+    }
+
     /// New verdicts (events may arrive out of order: the newer sequence wins); only hosts a job needs are kept.
     func hostVerdictsChanged(_ changed: [StampedVerdict]) {
         if jobHosts.record(changed) { reschedule() }

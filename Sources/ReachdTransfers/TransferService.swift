@@ -91,7 +91,13 @@ public enum TransferService {
         let metrics = options.configuration.transfersMetricsListen.map { _ in TransferMetrics() }
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, metrics: metrics,
                                           logger: logger)
-        hosts.setObserver { verdicts in Task { await scheduler.hostVerdictsChanged(verdicts) } }
+        let (verdicts, verdictSink) = AsyncStream.makeStream(of: [StampedVerdict].self)
+        hosts.setObserver { verdictSink.yield($0) }
+        let verdictIntake = Task { await scheduler.run(verdicts: verdicts) }
+        started.add {
+            verdictSink.finish()
+            await verdictIntake.value
+        }
         try network?.start()
         started.add { await network?.stop() }
         started.add { await scheduler.stopAll() }
