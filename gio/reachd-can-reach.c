@@ -19,13 +19,15 @@ judge (GVariant *reply, GError **refusal)
   g_autoptr(GVariant) verdict = g_variant_get_child_value (reply, 0);
   gboolean reachable = FALSE;
   const gchar *reason = "";
+  const gchar *code = "";
 
   g_variant_lookup (verdict, "Reachable", "b", &reachable);
   if (reachable)
     return TRUE;
   g_variant_lookup (verdict, "Reason", "&s", &reason);
+  g_variant_lookup (verdict, "ReasonCode", "&s", &code);
   if (*refusal == NULL)
-    reachd_set_unreachable_error (refusal, reason);
+    reachd_set_unreachable_error (refusal, code, reason);
   return FALSE;
 }
 

@@ -47,9 +47,9 @@ reachd_connectivity (gboolean reachable, const gchar *connectivity)
 }
 
 void
-reachd_set_unreachable_error (GError **error, const gchar *reason)
+reachd_set_unreachable_error (GError **error, const gchar *code, const gchar *reason)
 {
-  gboolean no_route = g_str_has_prefix (reason, "no route to ");
+  gboolean no_route = g_str_equal (code, "no-route");
 
   g_set_error (error, G_IO_ERROR, no_route ? G_IO_ERROR_NETWORK_UNREACHABLE : G_IO_ERROR_HOST_UNREACHABLE,
                "reachd: %s", *reason != '\0' ? reason : "unreachable");

@@ -25,7 +25,7 @@ void reachd_verdict_clear (ReachdVerdict *verdict);
  * check ("unknown") counts as FULL, as GLib's own monitors count a default route. */
 GNetworkConnectivity reachd_connectivity (gboolean reachable, const gchar *connectivity);
 
-/* The GLib error for a CheckHost Reason: "no route to ..." (the kernel's ENETUNREACH) is
- * G_IO_ERROR_NETWORK_UNREACHABLE; anything else (an unreachable, prohibit or blackhole route, a link
- * that is down or has no address) is G_IO_ERROR_HOST_UNREACHABLE. */
-void reachd_set_unreachable_error (GError **error, const gchar *reason);
+/* The GLib error for CheckHost's ReasonCode and Reason: "no-route" (no route, the kernel's ENETUNREACH)
+ * is G_IO_ERROR_NETWORK_UNREACHABLE; any other code (an unreachable, prohibit or blackhole route, a link
+ * that is down or has no address) is G_IO_ERROR_HOST_UNREACHABLE. The message carries the Reason. */
+void reachd_set_unreachable_error (GError **error, const gchar *code, const gchar *reason);

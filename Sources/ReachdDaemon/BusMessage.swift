@@ -51,6 +51,7 @@ package enum BusMessage {
             ("Interface", .string(verdict.interface ?? "")),
             ("Flags", .strings(verdict.flags.names)),
             ("Reason", .string(verdict.reason ?? "")),
+            ("ReasonCode", .string(verdict.reasonCode?.rawValue ?? "")),
             ("Addresses", .strings((verdict.addresses ?? []).map(\.description))),
             ("Sequence", .uint64(stamped.sequence)),
         ]

@@ -62,17 +62,17 @@ public struct HostVerdict: Sendable {
     /// from the first address of that family.
     public func verdict(host: String, resolution: Resolution, decisions: [IPAddress: RouteDecision], in snapshot: NetworkSnapshot) -> Verdict {
         guard case .addresses(let addresses) = resolution, let first = addresses.first else {
-            let none = FamilyVerdict.unreachable("name not resolved")
+            let none = FamilyVerdict.unreachable(.notResolved, "name not resolved")
             return Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil,
                            interface: nil, flags: [], reason: "name not resolved", family: nil,
-                           ipv4: none, ipv6: none, addresses: [])
+                           ipv4: none, ipv6: none, addresses: [], reasonCode: .notResolved)
         }
         func judged(_ address: IPAddress) -> FamilyVerdict {
             judge(host: host, address: address, decision: decisions[address] ?? .refused(errno: ENODATA), in: snapshot)
         }
         func family(_ family: IPAddress.Family) -> FamilyVerdict {
             guard let address = addresses.first(where: { $0.family == family }) else {
-                return .unreachable("no \(family == .ipv4 ? "IPv4" : "IPv6") address")
+                return .unreachable(.noAddress, "no \(family == .ipv4 ? "IPv4" : "IPv6") address")
             }
             return judged(address)
         }
@@ -81,7 +81,8 @@ public struct HostVerdict: Sendable {
             target: host, reachable: overall.reachable, status: overall.status, metered: overall.metered,
             meteredReason: overall.meteredReason, interface: overall.interface, flags: overall.flags,
             reason: overall.reachable ? nil : overall.reason, family: first.family,
-            ipv4: family(.ipv4), ipv6: family(.ipv6), addresses: addresses
+            ipv4: family(.ipv4), ipv6: family(.ipv6), addresses: addresses,
+            reasonCode: overall.reachable ? nil : overall.reasonCode
         )
     }
 
@@ -89,11 +90,11 @@ public struct HostVerdict: Sendable {
     public func judge(host: String, address: IPAddress, decision: RouteDecision, in snapshot: NetworkSnapshot) -> FamilyVerdict {
         switch decision {
         case .refused(let code):
-            return .unreachable(Self.refusal(code, address))
+            return .unreachable(Self.refusalCode(code), Self.refusal(code, address))
         case .route(let type, let index, let gateway, let source):
-            if type.rejects { return .unreachable("route to \(address) is \(type)") }
+            if type.rejects { return .unreachable(.rejectingRoute, "route to \(address) is \(type)") }
             guard let link = snapshot.links[index] else {
-                return .unreachable("route to \(address) leaves on an unknown interface (index \(index))")
+                return .unreachable(.unknownInterface, "route to \(address) leaves on an unknown interface (index \(index))")
             }
             if type == .local {
                 return FamilyVerdict(reachable: true, status: .other, flags: [.reachable, .isLocalAddress, .isDirect],
@@ -102,13 +103,13 @@ public struct HostVerdict: Sendable {
             let linkClass = classifier.classify(link, manager: snapshot.managerMetered[link.name])
             var flags: ReachabilityFlags = linkClass.transient ? [.transientConnection] : []
             if linkClass.ignored {
-                return .unreachable("route to \(address) leaves on \(link.name), which the configuration ignores", interface: link.name)
+                return .unreachable(.ignoredInterface, "route to \(address) leaves on \(link.name), which the configuration ignores", interface: link.name)
             }
             if let why = link.notOperationalReason {
-                return .unreachable(why, flags: flags.union(.connectionRequired), interface: link.name)
+                return .unreachable(.interfaceNotOperational, why, flags: flags.union(.connectionRequired), interface: link.name)
             }
             guard source != nil else {
-                return .unreachable("\(link.name) has no source address for \(address)", flags: flags.union(.connectionRequired), interface: link.name)
+                return .unreachable(.noSourceAddress, "\(link.name) has no source address for \(address)", flags: flags.union(.connectionRequired), interface: link.name)
             }
             flags.insert(.reachable)
             if gateway == nil { flags.insert(.isDirect) }
@@ -119,6 +120,16 @@ public struct HostVerdict: Sendable {
                 metered: linkClass.metered && !exempt, meteredReason: exempt ? nil : linkClass.meteredReason,
                 interface: link.name, kind: linkClass.kind, kindSource: linkClass.source, gateway: gateway
             )
+        }
+    }
+
+    /// The reason code of a refused route lookup: ENETUNREACH is "no route"; the kernel's answers for
+    /// `unreachable`, `prohibit` and `blackhole` routes are a rejecting route.
+    static func refusalCode(_ code: Int32) -> ReasonCode {
+        switch code {
+        case ENETUNREACH: .noRoute
+        case EHOSTUNREACH, EACCES, EINVAL: .rejectingRoute
+        default: .lookupFailed
         }
     }
 

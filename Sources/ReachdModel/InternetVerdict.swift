@@ -38,7 +38,8 @@ public struct InternetVerdict: Sendable {
             reason: family.reachable ? nil : family.reason,
             family: family.reachable ? chosen.0 : nil,
             ipv4: v4,
-            ipv6: v6
+            ipv6: v6,
+            reasonCode: family.reachable ? nil : family.reasonCode
         )
     }
 
@@ -53,7 +54,7 @@ public struct InternetVerdict: Sendable {
         var skipped: [String] = []
         for route in defaults {
             if route.type.rejects {
-                return .unreachable("\(familyName) default route is \(route.type)")
+                return .unreachable(.rejectingRoute, "\(familyName) default route is \(route.type)")
             }
             guard route.type == .unicast else { continue }
             for hop in route.nexthops {
@@ -73,9 +74,9 @@ public struct InternetVerdict: Sendable {
             }
         }
         if !skipped.isEmpty {
-            return .unreachable("no usable \(familyName) default route (\(skipped.joined(separator: ", ")))")
+            return .unreachable(.noRoute, "no usable \(familyName) default route (\(skipped.joined(separator: ", ")))")
         }
-        return .unreachable("no \(familyName) default route")
+        return .unreachable(.noRoute, "no \(familyName) default route")
     }
 
     private func judge(
@@ -86,12 +87,12 @@ public struct InternetVerdict: Sendable {
         if linkClass.transient { flags.insert(.transientConnection) }
         if let why = link.notOperationalReason {
             flags.insert(.connectionRequired)
-            return .unreachable(why, flags: flags, interface: link.name)
+            return .unreachable(.interfaceNotOperational, why, flags: flags, interface: link.name)
         }
         let familyName = family == .ipv4 ? "IPv4" : "IPv6"
         guard snapshot.addresses(of: link.index, family: family).contains(where: \.isUsableForInternet) else {
             flags.insert(.connectionRequired)
-            return .unreachable("\(link.name) has no usable \(familyName) address", flags: flags, interface: link.name)
+            return .unreachable(.noSourceAddress, "\(link.name) has no usable \(familyName) address", flags: flags, interface: link.name)
         }
         flags.insert(.reachable)
         if hop.gateway == nil { flags.insert(.isDirect) }

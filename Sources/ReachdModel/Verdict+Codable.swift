@@ -34,7 +34,7 @@ extension ClassicStatus: Decodable {}
 
 extension FamilyVerdict: Decodable {
     private enum CodingKeys: String, CodingKey {
-        case reachable, status, flags, metered, meteredReason, interface, kind, kindSource, gateway, metric, reason
+        case reachable, status, flags, metered, meteredReason, interface, kind, kindSource, gateway, metric, reason, reasonCode
     }
 
     public init(from decoder: any Decoder) throws {
@@ -50,14 +50,16 @@ extension FamilyVerdict: Decodable {
             kindSource: try c.decodeIfPresent(String.self, forKey: .kindSource),
             gateway: try c.decodeIfPresent(IPAddress.self, forKey: .gateway),
             metric: try c.decodeIfPresent(UInt32.self, forKey: .metric),
-            reason: try c.decodeIfPresent(String.self, forKey: .reason)
+            reason: try c.decodeIfPresent(String.self, forKey: .reason),
+            reasonCode: try c.decodeIfPresent(String.self, forKey: .reasonCode).flatMap(ReasonCode.init(rawValue:))
         )
     }
 }
 
 extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
-        case target, reachable, status, metered, meteredReason, interface, flags, reason, family, classicStatus, ipv4, ipv6, addresses, connectivity
+        case target, reachable, status, metered, meteredReason, interface, flags, reason, reasonCode, family, classicStatus, ipv4, ipv6, addresses,
+            connectivity
     }
 
     public init(from decoder: any Decoder) throws {
@@ -74,7 +76,8 @@ extension Verdict: Decodable {
             family: try c.decodeIfPresent(IPAddress.Family.self, forKey: .family),
             ipv4: try c.decode(FamilyVerdict.self, forKey: .ipv4),
             ipv6: try c.decode(FamilyVerdict.self, forKey: .ipv6),
-            addresses: try c.decodeIfPresent([IPAddress].self, forKey: .addresses)
+            addresses: try c.decodeIfPresent([IPAddress].self, forKey: .addresses),
+            reasonCode: try c.decodeIfPresent(String.self, forKey: .reasonCode).flatMap(ReasonCode.init(rawValue:))
         )
         connectivity = try c.decodeIfPresent(Connectivity.self, forKey: .connectivity) ?? .unknown
     }

@@ -31,11 +31,13 @@ public struct FamilyVerdict: Hashable, Sendable {
     public var metric: UInt32?
     /// Why it is not reachable, or which route was chosen.
     public var reason: String?
+    /// Why it is not reachable, for programs; nil when reachable.
+    public var reasonCode: ReasonCode?
 
     public init(
         reachable: Bool, status: ReachabilityStatus, flags: ReachabilityFlags, metered: Bool = false,
         meteredReason: String? = nil, interface: String? = nil, kind: InterfaceKind? = nil, kindSource: String? = nil,
-        gateway: IPAddress? = nil, metric: UInt32? = nil, reason: String? = nil
+        gateway: IPAddress? = nil, metric: UInt32? = nil, reason: String? = nil, reasonCode: ReasonCode? = nil
     ) {
         self.reachable = reachable
         self.status = status
@@ -48,11 +50,12 @@ public struct FamilyVerdict: Hashable, Sendable {
         self.gateway = gateway
         self.metric = metric
         self.reason = reason
+        self.reasonCode = reasonCode
     }
 
     /// Not reachable, for a reason.
-    public static func unreachable(_ reason: String, flags: ReachabilityFlags = [], interface: String? = nil) -> FamilyVerdict {
-        FamilyVerdict(reachable: false, status: .unreachable, flags: flags, interface: interface, reason: reason)
+    public static func unreachable(_ code: ReasonCode, _ reason: String, flags: ReachabilityFlags = [], interface: String? = nil) -> FamilyVerdict {
+        FamilyVerdict(reachable: false, status: .unreachable, flags: flags, interface: interface, reason: reason, reasonCode: code)
     }
 }
 
@@ -68,6 +71,8 @@ public struct Verdict: Hashable, Sendable {
     public var flags: ReachabilityFlags
     /// Why it is not reachable; nil when reachable.
     public var reason: String?
+    /// Why it is not reachable, for programs; nil when reachable (and from a reachd too old to say).
+    public var reasonCode: ReasonCode?
     /// The family the overall verdict was taken from.
     public var family: IPAddress.Family?
     public var ipv4: FamilyVerdict
@@ -80,7 +85,7 @@ public struct Verdict: Hashable, Sendable {
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,
         interface: String?, flags: ReachabilityFlags, reason: String?, family: IPAddress.Family?,
-        ipv4: FamilyVerdict, ipv6: FamilyVerdict, addresses: [IPAddress]? = nil
+        ipv4: FamilyVerdict, ipv6: FamilyVerdict, addresses: [IPAddress]? = nil, reasonCode: ReasonCode? = nil
     ) {
         self.target = target
         self.reachable = reachable
@@ -94,6 +99,7 @@ public struct Verdict: Hashable, Sendable {
         self.ipv4 = ipv4
         self.ipv6 = ipv6
         self.addresses = addresses
+        self.reasonCode = reasonCode
     }
 
     /// The seeds' three-state reading of the flags.

@@ -56,6 +56,7 @@ enum ReplyWriter {
         key("meteredReason", &out); optional(v.meteredReason, &out); comma(&out)
         key("reachable", &out); bool(v.reachable, &out); comma(&out)
         key("reason", &out); optional(v.reason, &out); comma(&out)
+        key("reasonCode", &out); optional(v.reasonCode?.rawValue, &out); comma(&out)
         key("sequence", &out); out.append(contentsOf: String(stamped.sequence).utf8); comma(&out)
         key("status", &out); string(v.status.rawValue, &out); comma(&out)
         key("target", &out); string(v.target, &out); comma(&out)
@@ -77,6 +78,7 @@ enum ReplyWriter {
         comma(&out)
         key("reachable", &out); bool(f.reachable, &out); comma(&out)
         key("reason", &out); optional(f.reason, &out); comma(&out)
+        key("reasonCode", &out); optional(f.reasonCode?.rawValue, &out); comma(&out)
         key("status", &out); string(f.status.rawValue, &out)
         out.append(UInt8(ascii: "}"))
     }

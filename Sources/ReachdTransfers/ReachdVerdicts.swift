@@ -374,9 +374,9 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
 
     /// `host` unreachable for `reason`: nothing judged its route.
     static func unjudged(_ host: String, _ reason: String) -> Verdict {
-        let none = FamilyVerdict.unreachable(reason)
+        let none = FamilyVerdict.unreachable(.notJudged, reason)
         return Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
-                       flags: [], reason: reason, family: nil, ipv4: none, ipv6: none)
+                       flags: [], reason: reason, family: nil, ipv4: none, ipv6: none, reasonCode: .notJudged)
     }
 }
 

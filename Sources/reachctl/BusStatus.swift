@@ -22,7 +22,7 @@ enum BusStatus {
         var verdict = Verdict(
             target: "internet", reachable: reachable, status: status, metered: metered, meteredReason: reason.isEmpty ? nil : reason,
             interface: interface.isEmpty ? nil : interface, flags: flags, reason: reachable ? nil : "no usable route (D-Bus carries no reason)",
-            family: nil, ipv4: .unreachable(""), ipv6: .unreachable("")
+            family: nil, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, "")
         )
         verdict.connectivity = Connectivity(rawValue: try string(bus, "Connectivity")) ?? .unknown
         return verdict

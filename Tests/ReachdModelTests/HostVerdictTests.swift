@@ -39,6 +39,34 @@ final class HostVerdictTests: XCTestCase {
         }
     }
 
+    /// Every way a host is not reachable has its machine-readable code; a reachable one has none.
+    func testReasonCodes() {
+        let judge = HostVerdict(classifier: InterfaceClassifier(rules: [InterfaceRule(match: "wwan*", ignore: true)]))
+        let table: [(RouteDecision, ReasonCode?)] = [
+            (route(2, gateway: "192.0.2.1"), nil),
+            (route(1, type: .local), nil),
+            (route(5), .interfaceNotOperational),
+            (.route(type: .unicast, interfaceIndex: 2, gateway: nil, source: nil), .noSourceAddress),
+            (.refused(errno: ENETUNREACH), .noRoute),
+            (.refused(errno: EHOSTUNREACH), .rejectingRoute),
+            (.refused(errno: EACCES), .rejectingRoute),
+            (.refused(errno: EINVAL), .rejectingRoute),
+            (.refused(errno: EPERM), .lookupFailed),
+            (route(2, type: .blackhole), .rejectingRoute),
+            (route(9), .unknownInterface),
+            (route(4), .ignoredInterface),
+        ]
+        for (decision, code) in table {
+            let verdict = judge.judge(host: "mirror.test", address: mirror, decision: decision, in: snapshot)
+            XCTAssertEqual(verdict.reasonCode, code, "\(decision): \(verdict.reason ?? "reachable")")
+        }
+        let unresolved = judge.verdict(host: "nothing.test", resolution: .failed("Name or service not known"), decisions: [:], in: snapshot)
+        XCTAssertEqual(unresolved.reasonCode, .notResolved)
+        let refused = judge.verdict(host: "v4.test", resolution: .addresses([mirror]), decisions: [mirror: .refused(errno: ENETUNREACH)], in: snapshot)
+        XCTAssertEqual(refused.reasonCode, .noRoute)
+        XCTAssertEqual(refused.ipv6.reasonCode, .noAddress)
+    }
+
     func testOverallFromTheFirstAddressAndPerFamily() {
         let verdict = HostVerdict().verdict(
             host: "dual.test", resolution: .addresses([v6, mirror]),

@@ -118,6 +118,23 @@ final class InternetVerdictTests: XCTestCase {
         }
     }
 
+    /// The unreachable cases of the table by their machine-readable code; the reachable ones have none.
+    func testReasonCodes() {
+        let codes: [String: ReasonCode] = [
+            "no default route": .noRoute,
+            "kernel still uses a route without carrier: not reachable": .interfaceNotOperational,
+            "ignore_routes_with_linkdown and nothing else": .noRoute,
+            "IPv6 with only a link-local address": .noSourceAddress,
+            "tentative IPv6 address is not usable yet": .noSourceAddress,
+            "an unreachable default route with a lower metric wins": .rejectingRoute,
+            "link not running": .interfaceNotOperational,
+        ]
+        for c in cases {
+            let verdict = InternetVerdict(classifier: InterfaceClassifier(rules: c.rules)).verdict(for: c.snapshot)
+            XCTAssertEqual(verdict.reasonCode, codes[c.name], c.name)
+        }
+    }
+
     func testIPv6IsPreferredWhenBothFamiliesAreReachable() {
         let snapshot = NetworkSnapshot(
             links: [wired, wwan],

@@ -28,9 +28,9 @@ final class ReplyWriterTests: XCTestCase {
                                      timestamp: Timestamp(microseconds: 0))
         let nobody = #"{"flags":[],"gateway":null,"interface":null,"kind":null,"kindSource":null,"metered":false,"meteredReason":null,"metric":null,"reachable":false,"#
         XCTAssertEqual(stamped.json, #"{"classicStatus":"notReachable","connectivity":"unknown","family":null,"flags":[],"interface":null,"ipv4":"#
-            + nobody + #""reason":"no IPv4 default route","status":"unreachable"},"ipv6":"#
-            + nobody + #""reason":"no IPv6 default route","status":"unreachable"},"metered":false,"meteredReason":null,"#
-            + #""reachable":false,"reason":"no IPv4 default route","sequence":1,"status":"unreachable","target":"internet","#
+            + nobody + #""reason":"no IPv4 default route","reasonCode":"no-route","status":"unreachable"},"ipv6":"#
+            + nobody + #""reason":"no IPv6 default route","reasonCode":"no-route","status":"unreachable"},"metered":false,"meteredReason":null,"#
+            + #""reachable":false,"reason":"no IPv4 default route","reasonCode":"no-route","sequence":1,"status":"unreachable","target":"internet","#
             + #""timestamp":"1970-01-01T00:00:00.000000Z"}"#)
     }
 }

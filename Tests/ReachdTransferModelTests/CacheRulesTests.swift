@@ -174,7 +174,7 @@ final class DeferralAccountingTests: XCTestCase {
         var job = Job(id: "j", sequence: 1, spec: DownloadSpec(url: "http://a.test/f", output: "/tmp/f"),
                       owner: Owner(uid: 0, gid: 0), created: at(0))
         let metered = Verdict(target: "a.test", reachable: true, status: .wwan, metered: true, meteredReason: nil, interface: "wwan0",
-                              flags: [.reachable], reason: nil, family: .ipv4, ipv4: .unreachable(""), ipv6: .unreachable(""))
+                              flags: [.reachable], reason: nil, family: .ipv4, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, ""))
         XCTAssertEqual(DeferralReason.of(job, verdict: nil), .unreachable)
         XCTAssertEqual(DeferralReason.of(job, verdict: metered), .metered)
         job.retryAt = at(5)

@@ -513,7 +513,7 @@ final class OfflineCacheTests: XCTestCase {
 
     func testSourceDecisions() {
         var wired = Verdict(target: "h.test", reachable: true, status: .wired, metered: false, meteredReason: nil, interface: "eth0",
-                            flags: [.reachable], reason: nil, family: .ipv4, ipv4: .unreachable(""), ipv6: .unreachable(""))
+                            flags: [.reachable], reason: nil, family: .ipv4, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, ""))
         wired.addresses = []
         var metered = wired
         metered.metered = true
