@@ -118,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdConfig",
+                "ReachdDaemon", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -41,6 +41,10 @@ public struct Configuration: Hashable, Sendable {
     public var metricsListen: MetricsAddress?
     /// `[metrics] transfers_listen`: where reachd-transfers serves them; nil: nowhere.
     public var transfersMetricsListen: MetricsAddress?
+    /// `[connections] per_user` and `total`: connections to reachd's socket one user, and all users, may hold;
+    /// nil: reachd's defaults (docs/limits.md).
+    public var connectionsPerUser: Int?
+    public var connections: Int?
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
@@ -57,7 +61,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
@@ -173,6 +177,7 @@ extension Configuration {
                 throw ConfigurationError("metrics: \"listen\" and \"transfers_listen\" must differ: each daemon binds its own")
             }
         }
+        try readConnections(table["connections"])
         if let value = table["connectivity"] {
             guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }
             connectivityCheck = try Self.connectivity(from: section)

@@ -27,11 +27,13 @@ struct Bench: ParsableCommand {
     func run() throws {
         raiseFileLimit()
         let socketPath = "/tmp/reachd-bench-\(getpid()).sock"
-        var config: String?
-        if let metrics {
-            config = "/tmp/reachd-bench-\(getpid()).toml"
-            try "[metrics]\nlisten = \"\(metrics)\"\n".write(toFile: config!, atomically: true, encoding: .utf8)
-        }
+        // Every subscriber is root's: raise reachd's per-user and total connection limits (docs/limits.md) above them.
+        let connections = max(subscribers, fanout) + 64
+        var text = "[connections]\nper_user = \(connections)\ntotal = \(connections)\n"
+        if let metrics { text += "[metrics]\nlisten = \"\(metrics)\"\n" }
+        let config = "/tmp/reachd-bench-\(getpid()).toml"
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        defer { unlink(config) }
         let daemon = try Daemon(binary: reachd, socket: socketPath, config: config)
         defer { daemon.stop() }
         let link = try LinkFlapper(name: flap)

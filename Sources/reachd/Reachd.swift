@@ -6,6 +6,7 @@ import ReachdConfig
 import ReachdDaemon
 import ReachdNetlink
 import ReachdProtocol
+import ReachdServiceKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,7 +82,7 @@ struct Reachd: AsyncParsableCommand {
                     socketPath: path,
                     configuration: configuration,
                     watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer),
-                    limits: .init(clientQueueBytes: clientQueueLimit),
+                    limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
                     bus: BusService.Bus(rawValue: bus) ?? .system,
                     networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
                 ),
@@ -91,5 +92,15 @@ struct Reachd: AsyncParsableCommand {
             logger.critical("\(error)")
             throw ExitCode(1)
         }
+    }
+}
+
+extension Configuration {
+    /// reachd's socket limits with `[connections]` applied.
+    var socketLimits: ConnectionLimits {
+        var limits = SocketServer.connectionLimits
+        limits.perUser = connectionsPerUser ?? limits.perUser
+        limits.total = connections ?? limits.total
+        return limits
     }
 }

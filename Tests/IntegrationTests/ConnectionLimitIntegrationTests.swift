@@ -54,6 +54,17 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         XCTAssertEqual(logged, 1, "44 refusals within 10 s make one log line, not a flood of the journal")
     }
 
+    /// `[connections]` in the configuration sets the per-user limit reachd applies.
+    func testTheConfigurationSetsReachdsLimits() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon(config: "[connections]\nper_user = 20\ntotal = 40\n")
+        let said = try attack(["unix:\(lab.socketPath):30"], in: lab.host)
+        XCTAssertTrue(said.contains("open: unix:\(lab.socketPath):30 kept 20 of 30"), "\(said)")
+        let status = try lab.reachctl(["status"])
+        XCTAssertEqual(status.status, 0, status.err)
+    }
+
     func testAConnectionHoldingHalfALineIsClosedButASubscriberStays() throws {
         lab = try NetLab.make()
         try lab.addUplink("eth0", "192.0.2", metric: 100)

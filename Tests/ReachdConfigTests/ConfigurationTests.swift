@@ -59,6 +59,17 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try Configuration(toml: "[downloads]\nread_timeout_seconds = 2.5\n").readTimeoutSeconds, 2.5)
     }
 
+    /// `[connections]` sets reachd's socket limits; unset, the daemon's own defaults apply.
+    func testConnections() throws {
+        let defaults = try Configuration(toml: "")
+        XCTAssertNil(defaults.connectionsPerUser)
+        XCTAssertNil(defaults.connections)
+        let raised = try Configuration(toml: "[connections]\nper_user = 20000\ntotal = 20000\n")
+        XCTAssertEqual(raised.connectionsPerUser, 20000)
+        XCTAssertEqual(raised.connections, 20000)
+        XCTAssertEqual(try Configuration(toml: "[connections]\ntotal = 100\n").connections, 100)
+    }
+
     /// Finished jobs are kept at most 10 years: the scheduler counts in microseconds, and a larger value (up to
     /// Int64.max) would overflow there at every start.
     func testKeepFinishedSecondsIsBoundedToTenYears() throws {
@@ -120,6 +131,11 @@ final class ConfigurationTests: XCTestCase {
             ("[connectivity]\nurl = \"http://a/\"\nexpect_status = 42", "\"expect_status\" must be"),
             ("[connectivity]\nurl = \"http://a/\"\nretries = 3", "unknown key \"retries\""),
             ("[[interface]\nmatch = 1", "invalid TOML at line 1"),
+            ("[connections]\nper_user = 0", "connections: \"per_user\" must be 1 to 1000000"),
+            ("[connections]\ntotal = 1000001", "connections: \"total\" must be 1 to 1000000"),
+            ("[connections]\nper_user = 10\ntotal = 5", "connections: \"total\" (5) must be at least \"per_user\" (10)"),
+            ("[connections]\nidle = 5", "connections: unknown key \"idle\""),
+            ("connections = 5", "\"connections\" must be a table"),
         ]
         for (text, expected) in table {
             XCTAssertThrowsError(try Configuration(toml: text), text) { error in
