@@ -141,6 +141,7 @@ final class Fetcher: Sendable {
         }
     }
 
+    /// An error as a reason quotes it.
     static func describe(_ error: any Error) -> String {
         if let error = error as? HTTPClientError { return "\(error)" }
         return String(describing: error)
