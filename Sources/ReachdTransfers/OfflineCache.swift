@@ -96,7 +96,7 @@ actor OfflineCache {
     /// include the Authorization header, which is not stored.
     private static func varyKey(_ vary: CacheVary, credentials: Credentials?) -> String {
         guard !vary.fields.isEmpty else { return "" }
-        return hex(SHA256.hash(data: Array(vary.selectingText(of: Fetcher.sentFields(credentials: credentials)).utf8)))
+        return hex(SHA256.hash(data: Array(vary.selectingText(of: RequestFields.sent(credentials: credentials)).utf8)))
     }
 
     private static func hex(_ digest: some Sequence<UInt8>) -> String { digest.map { String(format: "%02x", $0) }.joined() }
@@ -153,7 +153,7 @@ actor OfflineCache {
             let stored = CacheEntry(
                 uid: owner.uid, key: key, url: url, file: file, size: size, status: status,
                 contentType: headers.first(name: "Content-Type"),
-                validators: Fetcher.validators(headers),
+                validators: Validators(headers: headers),
                 freshness: Self.freshness(directives, headers, now: now),
                 reusable: refusal == nil, varyFields: vary.fields.joined(separator: ", "),
                 varyKey: Self.varyKey(vary, credentials: credentials),

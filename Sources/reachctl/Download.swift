@@ -1,5 +1,6 @@
 import ArgumentParser
 import ReachdClient
+import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
-import XCTest
-@testable import ReachdTransfers
 import ReachdTransferModel
+import XCTest
 
 /// An upload's outcome by the server's answer; a failure's reason quotes the answer's start, safe for a terminal.
 final class UploadAnswerTests: XCTestCase {
@@ -27,5 +26,14 @@ final class UploadAnswerTests: XCTestCase {
         guard case .uploaded(201, "{\"a\":\n\u{1b}1}") = outcome(201, "{\"a\":\n\u{1b}1}") else { return XCTFail("\(outcome(201, ""))") }
         guard case .retry("server answered 503", 120?) = outcome(503, "x", retryAfter: "120") else { return XCTFail("\(outcome(503, "x"))") }
         guard case .retry("server answered 429", nil) = outcome(429, "") else { return XCTFail("\(outcome(429, ""))") }
+    }
+
+    func testTheSnippetKeepsTheFirstKiBAcrossParts() {
+        var answer = UploadAnswer(status: 200, headers: [(name: "retry-after", value: "5"), (name: "LOCATION", value: "/x")])
+        XCTAssertEqual([answer.retryAfter, answer.location], ["5", "/x"])
+        XCTAssertFalse(answer.keep(Array(repeating: UInt8(ascii: "a"), count: 1000)))
+        XCTAssertTrue(answer.keep(Array(repeating: UInt8(ascii: "b"), count: 100)))
+        XCTAssertEqual(answer.snippet.count, UploadAnswer.snippetBytes)
+        XCTAssertEqual(answer.snippet, Array(repeating: UInt8(ascii: "a"), count: 1000) + Array(repeating: UInt8(ascii: "b"), count: 24))
     }
 }

@@ -1,4 +1,4 @@
-import ReachdProtocol
+import ReachdModel
 import XCTest
 
 /// Text from servers and other users, made safe for a terminal: every control character escaped, nothing else changed.

@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the fetcher tells the scheduler while it works.
+protocol FetchObserver: Sendable {
+    /// May a transfer of `total` bytes (nil: unknown) run on the job's current route?
+    func allows(jobID: String, total: Int64?) async -> Bool
+    /// The response head was accepted: the partial file now holds `offset` bytes of the version `validators`.
+    func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) async
+    /// `bytes` of the file are on disk.
+    func progress(jobID: String, bytes: Int64) async
+}
+
+extension Fetcher {
+    /// Fetches the rest of `job` into its partial file `fd` (which holds `offset` bytes of `job.validators`' version):
+    /// Range/If-Range by `ResumePlan`, the body streamed to the file with backpressure, lengths checked.
+    /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
+    func fetch(_ job: Job, fd: Int32, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+        let plan = ResumePlan.request(offset: offset, validators: job.validators, installed: job.isRefreshing ? job.current : nil)
+        var request = Self.request(job.url)
+        for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
+        let response: HTTPClientResponse
+        switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
+        case .failure(let error): return error.outcome
+        case .success(let answer): response = answer
+        }
+        let head = ResumePlan.Response(status: Int(response.status.code), headers: response.headers)
+        switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators, total: plan.offset > 0 ? job.bytesTotal : nil,
+                                    conditional: plan.isConditional) {
+        case .complete:
+            return await PartialFileWriter.sync(fd, on: fileThreads) ?? .complete(total: plan.offset)
+        case .notModified:
+            return .notModified
+        case .restart(let reason):
+            logger.notice("job \(job.id): \(reason)")
+            return await PartialFileWriter.truncate(fd, on: fileThreads) ?? .restart(reason: reason)
+        case .retry(let reason, let retryAfter):
+            let seconds = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
+            return .retry(reason: reason, retryAfter: seconds)
+        case .fail(let reason):
+            return .failed(reason: reason)
+        case .write(let start, let total, let validators):
+            if start != offset || plan.offset != offset {
+                // A full body: the server ignored the range or the file changed. Start over, and ask the
+                // gate again: a restart is a new transfer of the whole size.
+                logger.info("job \(job.id): full body instead of a resume at \(offset)", metadata: ["status": "\(head.status)"])
+                guard await observer.allows(jobID: job.id, total: total) else { return .notAllowed(total: total) }
+                if let failure = await PartialFileWriter.truncate(fd, on: fileThreads) { return failure }
+            } else if plan.offset == 0, !(await observer.allows(jobID: job.id, total: total)) {
+                return .notAllowed(total: total)
+            }
+            await observer.started(jobID: job.id, offset: start, total: total, validators: validators)
+            return await download(response.body, into: fd, at: start, total: total, jobID: job.id, observer: observer)
+        }
+    }
+
+    /// The body into the partial file from `start`, as the attempt's outcome: complete and flushed when it has
+    /// `total` bytes (or ended without one announced).
+    private func download(_ body: HTTPClientResponse.Body, into fd: Int32, at start: Int64, total: Int64?,
+                          jobID: String, observer: some FetchObserver) async -> FetchOutcome {
+        switch await receive(body, into: fd, at: start, limit: total, progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
+        case .overLimit(let total):
+            return .restart(reason: "server sent more than the \(total) bytes it announced")
+        case .writeFailed(let error):
+            guard let error = error as? FileError else { return .failed(reason: "failed: writing the partial file: \(error)") }
+            return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
+        case .cancelled:
+            return .stopped
+        case .broken(let position, let error):
+            return .retry(reason: "connection lost after \(position) bytes: \(Self.describe(error))", retryAfter: nil)
+        case .ended(let position):
+            if let total, position != total {
+                return .retry(reason: "connection closed after \(position) of \(total) bytes", retryAfter: nil)
+            }
+            return await PartialFileWriter.sync(fd, on: fileThreads) ?? .complete(total: position)
+        }
+    }
+}
