@@ -3,7 +3,9 @@ import ReachdModel
 /// One transfer attempt: started, progressing, ended with a `FetchOutcome`, then finished (digest, move
 /// into place, 304) before its slot is free.
 extension JobMachine {
+    /// Starts a transfer; not while the last one is still finishing (paused and resumed meanwhile).
     mutating func start() {
+        guard attempt == nil else { return }
         var next = job
         next.state = .running
         next.reason = nil

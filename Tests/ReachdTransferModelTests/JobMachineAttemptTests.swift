@@ -272,6 +272,20 @@ final class JobMachineAttemptTests: XCTestCase {
         XCTAssertEqual(checked.attempt?.progressed, false)
     }
 
+    /// Paused and resumed while the digest is computed: queued again, but not started until that attempt is over.
+    func testAJobStillFinishingIsNotStartedAgain() {
+        var machine = F.running(F.job(sha256: "ab"))
+        _ = machine.handle(.attemptEnded(.complete(total: 10), partialSize: 10), at: F.at(2))
+        _ = machine.handle(.pause, at: F.at(3))
+        _ = machine.handle(.resume, at: F.at(3))
+        XCTAssertEqual(machine.job.state, .queued)
+        XCTAssertEqual(machine.handle(.start, at: F.at(4)), [])
+        XCTAssertEqual(machine.handle(.digestComputed(.success("ab")), at: F.at(5)), [.moveIntoPlace])
+        _ = machine.handle(.movedIntoPlace(nil), at: F.at(6))
+        XCTAssertEqual(machine.job.state, .completed)
+        XCTAssertNil(machine.attempt)
+    }
+
     func testEventsOutsideTheirPhaseAreIgnored() {
         var idle = F.machine(F.job())
         for event: JobEvent in [.attemptEnded(.stopped, partialSize: 1), .digestComputed(.success("x")), .movedIntoPlace(nil),
