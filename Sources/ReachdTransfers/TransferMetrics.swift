@@ -8,8 +8,6 @@ import Synchronization
 /// deferred by reason, retries, refresh checks, the offline cache, and the process. No label holds a URL,
 /// path or host name.
 final class TransferMetrics: Sendable {
-    /// What a refresh check found.
-    enum RefreshResult: String, CaseIterable { case notModified = "not_modified", changed, failed }
     /// How a `fetch` was answered.
     enum CacheResult: String, CaseIterable {
         /// A fresh copy, no request.

@@ -1,0 +1,125 @@
+import ReachdModel
+
+/// The owner's operations and the scheduling decision for one job.
+extension JobMachine {
+    mutating func pause() {
+        guard !job.state.isTerminal else { return refuse("job \(id) is \(job.state.rawValue)") }
+        var next = job
+        next.state = .paused
+        next.reason = "paused by its owner; reachctl download resume \(id) continues it"
+        update(next)
+        stop(.pause)
+    }
+
+    mutating func resume() {
+        switch job.state {
+        case .completed, .cancelled: refuse("job \(id) is \(job.state.rawValue)")
+        case .running, .queued: break
+        case .paused, .deferred, .failed:
+            var next = job
+            next.state = .queued
+            next.reason = nil
+            next.attempts = 0
+            next.retryAt = nil
+            update(next)
+            actions += [.watchHost, .reschedule]
+        }
+    }
+
+    /// Checks a completed download's file against the server now.
+    mutating func refresh() {
+        guard job.kind == .download else { return refuse("job \(id) is an upload; only downloads are refreshed") }
+        if job.isRefreshing { return }
+        guard job.state == .completed else {
+            return refuse("job \(id) is \(job.state.rawValue); only a completed download can be refreshed")
+        }
+        var next = job
+        next.nextCheck = moment.now
+        update(next)
+        actions += [.watchHost, .reschedule]
+    }
+
+    /// Cancels: a running transfer is stopped (its partial file goes when it ends), an idle one's partial file goes now.
+    mutating func cancel() {
+        guard !job.state.isTerminal else { return refuse("job \(id) is already \(job.state.rawValue)") }
+        var next = job
+        next.state = .cancelled
+        next.reason = "cancelled by its owner"
+        update(next)
+        actions.append(.unwatchHost)
+        if attempt != nil {
+            stop(.cancel)
+        } else if job.kind == .download {
+            actions.append(.removePartial)
+        }
+    }
+
+    mutating func remove() {
+        guard job.state.isTerminal else { return refuse("job \(id) is \(job.state.rawValue); cancel it first, then remove it") }
+        actions.append(.forget)
+    }
+
+    private mutating func refuse(_ why: String) { actions = [.refuse(why)] }
+
+    /// Re-decides the job: a due refresh check is queued; a waiting job is queued or deferred by the gate
+    /// (asking the size when the route is metered and it is unknown); a running one whose route no longer
+    /// allows it is stopped.
+    mutating func reevaluate(_ route: JobRoute) {
+        let now = moment.now
+        if job.state == .completed, let due = job.nextCheck, due <= now {
+            // A new transfer, conditional on the file in place, which stays until it is replaced.
+            var next = job
+            next.state = .queued
+            next.reason = "refresh check due"
+            next.bytesReceived = 0
+            next.bytesTotal = nil
+            next.validators = Validators()
+            sizeChecked = false
+            update(next)
+        }
+        if attempt == nil {
+            decideWaiting(route, now: now)
+        } else if attempt?.intent == nil, case .wait(let reason) = decision(route: route, size: job.bytesTotal, sizeChecked: true) {
+            actions.append(.log("job \(id): stopping, \(reason)", metadata: [:]))
+            stop(.deferral(reason))
+        }
+    }
+
+    private mutating func decideWaiting(_ route: JobRoute, now: Timestamp) {
+        guard !job.state.isTerminal, job.state != .paused else { return }
+        var next = job
+        if let retryAt = job.retryAt, retryAt > now {
+            next.state = .deferred
+            return update(next)
+        }
+        next.retryAt = nil
+        switch decision(route: route, size: job.bytesTotal, sizeChecked: sizeChecked || job.bytesTotal != nil) {
+        case .run:
+            next.state = .queued
+            next.reason = nil
+        case .wait(let reason):
+            next.state = .deferred
+            next.reason = reason
+        case .needSize:
+            next.state = .deferred
+            next.reason = "deferred: the route is metered; asking the server for the size"
+            if !probing {
+                probing = true
+                actions.append(.probeSize)
+            }
+        }
+        update(next)
+    }
+
+    /// The server's size answer: kept when the job had none; the queue decides again.
+    mutating func sizeProbed(_ size: Int64?) {
+        probing = false
+        sizeChecked = true
+        if job.bytesTotal == nil, let size {
+            var next = job
+            next.bytesTotal = size
+            update(next)
+        }
+        actions.append(.reschedule)
+    }
+}

@@ -1,0 +1,76 @@
+import ReachdModel
+import ReachdTransferModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One transfer attempt: the fetcher runs it, tells its progress, and its outcome goes to the job's machine.
+extension TransferScheduler {
+    /// The transfer task of a started job.
+    func attempt(_ id: String) async {
+        guard let job = machines[id]?.job else { return }
+        let outcome = job.kind == .upload ? await sendUpload(job) : await download(job)
+        let partialSize = job.kind == .download ? await files.partialSize(of: job) : 0
+        await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
+    }
+
+    /// A download into the partial file, from what it holds.
+    private func download(_ job: Job) async -> FetchOutcome {
+        let fd: Int32
+        do {
+            fd = try await files.openPartial(for: job)
+        } catch {
+            return .failed(reason: "failed: \(error)")
+        }
+        var info = stat()
+        let offset = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
+        let outcome = await fetcher.fetch(job, fd: fd, offset: offset, credentials: await credentials(for: job), observer: self)
+        close(fd)
+        return outcome
+    }
+
+    /// An upload: the file opened as its owner, sent whole.
+    private func sendUpload(_ job: Job) async -> FetchOutcome {
+        let source: (fd: Int32, size: Int64)
+        do {
+            source = try await files.openForReading(job.output)
+        } catch {
+            return .failed(reason: "failed: \(error)")
+        }
+        feed(.uploadOpened(size: source.size), to: job.id)
+        var current = machines[job.id]?.job ?? job
+        current.bytesTotal = source.size
+        let outcome = await fetcher.upload(current, fd: source.fd, size: source.size, credentials: await credentials(for: job), observer: self)
+        close(source.fd)
+        return outcome
+    }
+
+    /// The job's credentials, read for each request; never stored.
+    func credentials(for job: Job) async -> Credentials? {
+        await CredentialSource(netrcPath: settings.netrcPath, files: files).credentials(for: job.url)
+    }
+
+    /// Asks the server for the job's size (HEAD); the answer goes to the job's machine.
+    func probeSize(of id: String) {
+        guard let job = machines[id]?.job else { return }
+        Task {
+            let size = await fetcher.size(of: job.url, credentials: await credentials(for: job), allowInsecureAuth: job.allowInsecureAuth)
+            self.feed(.sizeProbed(size), to: id)
+        }
+    }
+
+    // MARK: FetchObserver
+
+    func allows(jobID: String, total: Int64?) -> Bool {
+        guard let machine = machines[jobID] else { return false }
+        return machine.allows(total: total, route: route(of: machine.job))
+    }
+
+    func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) {
+        feed(.attemptStarted(offset: offset, total: total, validators: validators), to: jobID)
+    }
+
+    func progress(jobID: String, bytes: Int64) {
+        feed(.progressed(bytes: bytes), to: jobID)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+import ReachdModel
+import ReachdProtocol
+@testable import ReachdTransfers
+import ReachdTransferModel
+import XCTest
+
+/// Every host is unreachable: jobs wait, nothing goes to the network.
+private final class UnreachableHosts: HostVerdicts {
+    func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {}
+
+    func verdict(for host: String) async -> StampedVerdict {
+        let verdict = Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
+                              flags: [], reason: nil, family: .ipv4, ipv4: .unreachable(""), ipv6: .unreachable(""))
+        return StampedVerdict(verdict: verdict, sequence: 1, timestamp: Timestamp(microseconds: 0))
+    }
+
+    func watch(_ hosts: [String]) async -> [StampedVerdict] {
+        var verdicts: [StampedVerdict] = []
+        for host in hosts { verdicts.append(await verdict(for: host)) }
+        return verdicts
+    }
+
+    func unwatch(_ hosts: [String]) {}
+}
+
+/// The scheduler actor carrying out its job machines' actions: the store, the partial files, watchers.
+final class TransferSchedulerTests: XCTestCase {
+    private var directory = ""
+    private let owner = Owner(uid: 0, gid: 0)
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "scheduler-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs `body` with a loaded scheduler over the test's store, then stops it and its file and HTTP threads.
+    private func withScheduler(_ body: (TransferScheduler, JobStore) async throws -> Void) async throws {
+        let store = try JobStore(directory: directory + "/state")
+        let files = UserFiles(guarded: [directory + "/state"])
+        let fetcher = Fetcher(caFile: nil, readTimeout: 5, logger: Logger(label: "test"))
+        let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: UnreachableHosts(),
+                                          settings: TransferScheduler.Settings(), logger: Logger(label: "test"))
+        do {
+            try await scheduler.load()
+            try await body(scheduler, store)
+        } catch {
+            XCTFail("\(error)")
+        }
+        await scheduler.stopAll()
+        await fetcher.shutdown()
+        await files.shutdown()
+    }
+
+    /// The first job a watcher sees that matches `condition`, or nil after 10 s.
+    private func first(_ scheduler: TransferScheduler, _ condition: @escaping @Sendable (Job) -> Bool) async throws -> Job? {
+        let (events, sink) = AsyncStream.makeStream(of: Job.self)
+        let (token, now) = try await scheduler.addWatcher(owner: owner, job: nil) { sink.yield($0) }
+        for job in now { sink.yield(job) }
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(10))
+            sink.finish()
+        }
+        defer { deadline.cancel() }
+        for await job in events where condition(job) {
+            await scheduler.removeWatcher(token)
+            return job
+        }
+        await scheduler.removeWatcher(token)
+        return nil
+    }
+
+    func testTheOwnersOperationsThenTheJobIsForgottenWhole() async throws {
+        try await withScheduler { scheduler, _ in
+            let output = directory + "/f.bin"
+            let added = try await scheduler.add(DownloadSpec(url: "http://a.test/f.bin", output: output), owner: owner)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: added.partialPath))
+            let waiting = try await first(scheduler) { $0.state == .deferred && ($0.reason ?? "").contains("not reachable") }
+            XCTAssertEqual(waiting?.reason, "deferred: a.test is not reachable; waits for a route to it")
+
+            let paused = try await scheduler.pause(added.id, owner: owner)
+            XCTAssertEqual(paused.state, .paused)
+            let resumed = try await scheduler.resume(added.id, owner: owner)
+            XCTAssertEqual(resumed.state, .deferred, "resumed, and the gate holds it back again")
+            do {
+                _ = try await scheduler.remove(added.id, owner: owner)
+                XCTFail("an unfinished job is not removed")
+            } catch let error as ProtocolError {
+                XCTAssertEqual(error.code, .conflict)
+            }
+
+            let cancelled = try await scheduler.cancel(added.id, owner: owner)
+            XCTAssertEqual(cancelled.state, .cancelled)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: added.partialPath), "a cancelled job leaves no partial file")
+            _ = try await scheduler.remove(added.id, owner: owner)
+            let left = await scheduler.list(owner: owner)
+            XCTAssertEqual(left, [])
+            let counts = await scheduler.stateCounts()
+            XCTAssertEqual(counts, [:])
+        }
+        try await withScheduler { scheduler, _ in
+            let stored = await scheduler.list(owner: owner)
+            XCTAssertEqual(stored, [], "removed from the store too")
+        }
+    }
+
+    /// After a kill -9: the job that was running is queued again from what its partial file holds.
+    func testARunningJobIsTakenUpFromItsPartialFileOnLoad() async throws {
+        var job = Job(id: "0123456789abcdef", sequence: 7, spec: DownloadSpec(url: "http://a.test/g.bin", output: directory + "/g.bin"),
+                      owner: owner, created: .now())
+        job.state = .running
+        job.bytesReceived = 999
+        job.validators = Validators(etag: "\"v1\"")
+        try JobStore(directory: directory + "/state").save(job)
+        XCTAssertTrue(FileManager.default.createFile(atPath: job.partialPath, contents: Data(count: 300)))
+        try await withScheduler { scheduler, _ in
+            let loaded = try await scheduler.show(job.id, owner: owner)
+            XCTAssertEqual(loaded.state, .deferred)
+            XCTAssertEqual(loaded.bytesReceived, 300)
+            XCTAssertEqual(loaded.validators.etag, "\"v1\"")
+            let next = try await scheduler.add(DownloadSpec(url: "http://a.test/h.bin", output: directory + "/h.bin"), owner: owner)
+            XCTAssertEqual(next.sequence, 8, "new jobs queue after the stored ones")
+        }
+    }
+}
