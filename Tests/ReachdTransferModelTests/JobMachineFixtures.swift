@@ -9,7 +9,7 @@ enum Fixture {
     static func verdict(reachable: Bool = true, metered: Bool) -> Verdict {
         Verdict(target: host, reachable: reachable, status: reachable ? (metered ? .wwan : .wired) : .unreachable, metered: metered,
                 meteredReason: nil, interface: metered ? "wwan0" : "eth0", flags: reachable ? [.reachable] : [], reason: nil,
-                family: .ipv4, ipv4: .unreachable(""), ipv6: .unreachable(""))
+                family: .ipv4, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, ""))
     }
 
     static let unmetered = JobRoute(host: host, verdict: verdict(metered: false))

@@ -12,7 +12,7 @@ private final class UnreachableHosts: HostVerdicts {
 
     func verdict(for host: String) async -> StampedVerdict {
         let verdict = Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
-                              flags: [], reason: nil, family: .ipv4, ipv4: .unreachable(""), ipv6: .unreachable(""))
+                              flags: [], reason: nil, family: .ipv4, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, ""))
         return StampedVerdict(verdict: verdict, sequence: 1, timestamp: Timestamp(microseconds: 0))
     }
 
