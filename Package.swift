@@ -41,10 +41,10 @@ let package = Package(
         .target(name: "ReachdModel"),
         // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
         .target(name: "ReachdConfig", dependencies: ["ReachdModel"]),
-        // The only module that talks to the kernel (libnl cache manager, sysfs).
+        // The only module that talks to the kernel (libnl cache manager, sysfs); its thread is the kit's PollThread.
         .target(
             name: "ReachdNetlink",
-            dependencies: ["CNetlink", "ReachdModel", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CNetlink", "ReachdModel", "ReachdServiceKit", .product(name: "Logging", package: "swift-log")]
         ),
         // Transfer jobs: states, gating, resume and retry decisions, queue order. Pure.
         .target(name: "ReachdTransferModel", dependencies: ["ReachdModel", "CReachdFiles"]),
@@ -71,15 +71,19 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // What both daemons' listeners share: per-user connection limits, the idle rule and its guard, peer credentials.
+        // What both daemons share below their own logic: the listeners' per-user connection limits, idle rule and
+        // peer credentials; the socket endpoint (bind, stale-socket rule, socket activation); systemd notify and
+        // watchdog; the sd-bus connection and message writing; the poll thread; the monotonic clock.
         .target(
             name: "ReachdServiceKit",
             dependencies: [
+                "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // Prometheus metrics: the HTTP endpoint (SwiftNIO) and the process metrics, for both daemons.
+        // Prometheus metrics: the HTTP endpoint (SwiftNIO), its start-up and the process metrics, for both daemons.
         .target(
             name: "ReachdMetrics",
             dependencies: [
@@ -118,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdConfig",
+                "ReachdDaemon", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdConfig",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -2,6 +2,7 @@ import Logging
 import ReachdConfig
 import ReachdModel
 import ReachdNetlink
+import ReachdServiceKit
 
 /// The network as reachd judges it, shared by reachd and reachd-transfers: the netlink watcher's
 /// snapshots, joined with NetworkManager's metered flags, feed the internet verdict (`hub`) and the
@@ -17,7 +18,7 @@ package final class NetworkView: Sendable {
 
     /// `checking`: a connectivity check will report into the hub.
     package init(configuration: Configuration, checking: Bool = false, watcher options: NetlinkWatcher.Options,
-                 networkManager: BusService.Bus, metrics: DaemonMetrics? = nil, logger: Logger) throws {
+                 networkManager: Bus, metrics: DaemonMetrics? = nil, logger: Logger) throws {
         let hub = VerdictHub(engine: InternetVerdict(classifier: configuration.classifier), checking: checking)
         let resolver = HostResolver()
         let hosts = try HostMonitor(
