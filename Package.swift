@@ -59,8 +59,8 @@ let package = Package(
         .target(
             name: "ReachdTransfers",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon", "ReachdMetrics",
-                "ReachdServiceKit", "CReachdFiles", "CReachdBus", "CSystemd",
+                "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTransferModel", "ReachdMonitor", "ReachdMetrics",
+                "ReachdServiceKit", "ReachdDaemon", "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -95,11 +95,23 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // Daemon services: verdict hub, Unix-socket server, watcher service.
+        // Judging the network in-process, for both daemons and the library: the netlink watcher's snapshots joined
+        // with NetworkManager's metered flags (NetworkView), the internet verdict (VerdictHub) and the host targets
+        // (HostMonitor: resolve, route, judge).
+        .target(
+            name: "ReachdMonitor",
+            dependencies: [
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdServiceKit", "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // reachd's services: the Unix-socket server and its clients, org.reachd.Reachability1 on D-Bus, the
+        // connectivity check, reachd's metrics, and the daemon's assembly.
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdMonitor", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
                 "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -122,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdConfig", "ReachdServiceKit",
+                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -132,7 +144,7 @@ let package = Package(
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdConfig", "ReachdServiceKit",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -177,7 +189,7 @@ let package = Package(
         .testTarget(
             name: "ReachdDaemonTests",
             dependencies: [
-                "ReachdDaemon", "ReachdProtocol", "ReachdModel",
+                "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
@@ -191,6 +203,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReachdNetlinkTests", dependencies: ["ReachdNetlink", "ReachdModel"]),
+        .testTarget(name: "ReachdMonitorTests", dependencies: ["ReachdMonitor", "ReachdModel"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "Reachability"]

@@ -181,7 +181,7 @@ public final class ReachabilityMonitor: Sendable {
                 evaluator.verdict(for: snapshot) { [weak self] verdict in self?.deliver(verdict) }
             }
         }
-        let watcher = NetlinkWatcher(options: .init(sysfsRoot: sysfsRoot), logger: Logger(label: "reachability"))
+        let watcher = NetlinkWatcher(sysfsRoot: sysfsRoot, logger: Logger(label: "reachability"))
         do {
             try watcher.start { [weak self] snapshot in self?.deliver(judge(snapshot)) }
         } catch {

@@ -2,6 +2,7 @@ import CReachdBus
 import CSystemd
 import Logging
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import NIOPosix
 import ReachdConfig
 import ReachdMetrics
 import ReachdModel
+import ReachdMonitor
 import ReachdNetlink
 import ReachdServiceKit
 import ServiceLifecycle
@@ -16,7 +17,7 @@ public struct DaemonOptions: Sendable {
     /// Where to bind when systemd passes no socket (nil: only a passed socket will do).
     public var socketPath: String?
     public var configuration: Configuration
-    public var watcher: NetlinkWatcher.Options
+    public var watcher: NetworkView.Options
     public var limits: SocketServer.Limits
     /// The D-Bus bus to serve `org.reachd.Reachability1` on.
     public var bus: Bus
@@ -24,7 +25,7 @@ public struct DaemonOptions: Sendable {
     public var networkManager: Bus
 
     public init(socketPath: String?, configuration: Configuration = Configuration(),
-                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init(), bus: Bus = .system,
+                watcher: NetworkView.Options = .init(), limits: SocketServer.Limits = .init(), bus: Bus = .system,
                 networkManager: Bus = .system) {
         self.socketPath = socketPath
         self.bus = bus

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 #if canImport(Glibc)

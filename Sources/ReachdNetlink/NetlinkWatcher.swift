@@ -16,19 +16,6 @@ import Glibc
 /// of kernel messages yields one snapshot. A receive error (e.g. ENOBUFS after a socket overflow) replaces
 /// the cache manager, which dumps everything afresh.
 public final class NetlinkWatcher: @unchecked Sendable {
-    /// Settings that tests and stress runs change.
-    public struct Options: Sendable {
-        /// Where sysfs is mounted (a fake tree in tests).
-        public var sysfsRoot: String
-        /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
-        public var receiveBufferSize: Int
-
-        public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20) {
-            self.sysfsRoot = sysfsRoot
-            self.receiveBufferSize = receiveBufferSize
-        }
-    }
-
     private enum CacheKind: String, CaseIterable {
         case link = "route/link"
         case address = "route/addr"
@@ -40,7 +27,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// How long to wait before retrying when the cache manager cannot be reopened.
     private static let reopenRetryMilliseconds: Int32 = 100
 
-    private let options: Options
+    /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
+    private let receiveBufferSize: Int
     private let sysfs: SysfsReader
     private let logger: Logger
 
@@ -60,9 +48,10 @@ public final class NetlinkWatcher: @unchecked Sendable {
     public var resynchronisationCount: Int { resynchronisations.load(ordering: .relaxed) }
     private var thread: PollThread?
 
-    public init(options: Options = Options(), logger: Logger) {
-        self.options = options
-        self.sysfs = SysfsReader(root: options.sysfsRoot)
+    /// `sysfsRoot`: where sysfs is mounted (a fake tree in tests).
+    public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20, logger: Logger) {
+        self.receiveBufferSize = receiveBufferSize
+        self.sysfs = SysfsReader(root: sysfsRoot)
         self.logger = logger
     }
 
@@ -178,7 +167,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 
     private func enlargeReceiveBuffer(fd: Int32) {
-        var size = Int32(clamping: options.receiveBufferSize)
+        var size = Int32(clamping: receiveBufferSize)
         let length = socklen_t(MemoryLayout<Int32>.size)
         if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)

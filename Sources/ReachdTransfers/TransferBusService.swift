@@ -1,7 +1,6 @@
 import CReachdBus
 import CSystemd
 import Logging
-import ReachdDaemon
 import ReachdProtocol
 import ReachdServiceKit
 import ReachdTransferModel

@@ -1,7 +1,6 @@
 import Logging
 import NIOCore
 import NIOPosix
-import ReachdDaemon
 import ReachdProtocol
 import ReachdServiceKit
 import ReachdTransferModel

@@ -4,7 +4,7 @@ import ReachdConfig
 import ReachdDaemon
 import ReachdMetrics
 import ReachdModel
-import ReachdNetlink
+import ReachdMonitor
 import ReachdServiceKit
 import ReachdTransferModel
 #if canImport(Glibc)
@@ -19,7 +19,7 @@ public struct TransferServiceOptions: Sendable {
     /// Where the offline cache keeps bodies (a directory per user inside).
     public var cacheDirectory: String
     public var configuration: Configuration
-    public var watcher: NetlinkWatcher.Options
+    public var watcher: NetworkView.Options
     /// The D-Bus bus for org.reachd.Transfers1.
     public var bus: Bus
     /// The bus where NetworkManager's metered flags are read (none: not at all).
@@ -39,7 +39,7 @@ public struct TransferServiceOptions: Sendable {
     }
 
     public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration, access: InstanceAccess,
-                verdicts: VerdictSource, watcher: NetlinkWatcher.Options = .init(),
+                verdicts: VerdictSource, watcher: NetworkView.Options = .init(),
                 bus: Bus = .system, networkManager: Bus = .system) {
         self.access = access
         self.verdicts = verdicts

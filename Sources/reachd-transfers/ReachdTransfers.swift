@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import ReachdConfig
 import ReachdDaemon
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 import ReachdTransferModel

@@ -4,7 +4,7 @@ import NIOCore
 import NIOPosix
 import ReachdConfig
 import ReachdDaemon
-import ReachdNetlink
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 #if canImport(Glibc)

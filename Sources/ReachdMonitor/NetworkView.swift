@@ -4,21 +4,35 @@ import ReachdModel
 import ReachdNetlink
 import ReachdServiceKit
 
-/// The network as reachd judges it, shared by reachd and reachd-transfers: the netlink watcher's
+/// The network as reachd judges it, shared by reachd, reachd-transfers and the library: the netlink watcher's
 /// snapshots, joined with NetworkManager's metered flags, feed the internet verdict (`hub`) and the
 /// watched hosts (`hosts`).
-package final class NetworkView: Sendable {
+public final class NetworkView: Sendable {
+    /// The netlink watcher's settings, which tests and stress runs change.
+    public struct Options: Sendable {
+        /// Where sysfs is mounted (a fake tree in tests).
+        public var sysfsRoot: String
+        /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
+        public var receiveBufferSize: Int
+
+        public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20) {
+            self.sysfsRoot = sysfsRoot
+            self.receiveBufferSize = receiveBufferSize
+        }
+    }
+
     package let hub: VerdictHub
     package let hosts: HostMonitor
     package let resolver: HostResolver
-    private let watcher: NetlinkWatcher
+    /// The netlink watcher (the daemon runs it as a service of its group).
+    package let watcher: NetlinkWatcher
     private let manager: NetworkManagerMetered?
     private let merger: SnapshotMerger
-    private let metrics: DaemonMetrics?
+    private let metrics: (any NetworkMetrics)?
 
     /// `checking`: a connectivity check will report into the hub.
-    package init(configuration: Configuration, checking: Bool = false, watcher options: NetlinkWatcher.Options,
-                 networkManager: Bus, metrics: DaemonMetrics? = nil, logger: Logger) throws {
+    package init(configuration: Configuration, checking: Bool = false, watcher options: Options,
+                 networkManager: Bus, metrics: (any NetworkMetrics)? = nil, logger: Logger) throws {
         let hub = VerdictHub(engine: InternetVerdict(classifier: configuration.classifier), checking: checking)
         let resolver = HostResolver()
         let hosts = try HostMonitor(
@@ -36,7 +50,7 @@ package final class NetworkView: Sendable {
         self.hosts = hosts
         self.merger = merger
         manager = NetworkManagerMetered.start(on: networkManager, merger: merger, logger: logger)
-        watcher = NetlinkWatcher(options: options, logger: logger)
+        watcher = NetlinkWatcher(sysfsRoot: options.sysfsRoot, receiveBufferSize: options.receiveBufferSize, logger: logger)
         self.metrics = metrics
         if let metrics {
             _ = hub.addObserver { metrics.verdictChanged($0) }
@@ -57,13 +71,33 @@ package final class NetworkView: Sendable {
         }
     }
 
-    /// The watcher as a service of the daemon's service group.
-    package var watcherService: WatcherService { WatcherService(watcher: watcher) }
-
     package func stop() async {
         watcher.stop()
         manager?.stop()
         hosts.stop()
         await resolver.shutdown()
+    }
+}
+
+/// What `NetworkView` tells a daemon's metrics as it happens.
+package protocol NetworkMetrics: Sendable {
+    /// Each snapshot from the netlink watcher.
+    func snapshot(_ snapshot: NetworkSnapshot)
+    /// Each published change of the internet verdict.
+    func verdictChanged(_ stamped: StampedVerdict)
+    /// How long re-judging the watched hosts after a network change took.
+    func hostsRejudged(in duration: Duration)
+}
+
+extension StampedVerdict {
+    /// The verdict's fields for the log.
+    package var logMetadata: Logger.Metadata {
+        [
+            "sequence": "\(sequence)",
+            "status": "\(verdict.status.rawValue)",
+            "interface": "\(verdict.interface ?? "-")",
+            "metered": "\(verdict.metered)",
+            "reason": "\(verdict.reason ?? "-")",
+        ]
     }
 }
