@@ -123,11 +123,11 @@ let package = Package(
         ),
         // Blocking Unix-socket client used by reachctl and the library.
         .target(name: "ReachdClient", dependencies: ["ReachdProtocol", "ReachdTransferModel"]),
-        // Public Swift library for apps.
+        // Public Swift library for apps: in-process on ReachdMonitor (the daemons' own judging), or a client of reachd.
         .target(
             name: "Reachability",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdClient", "ReachdProtocol", "ReachdTransferModel",
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol", "ReachdTransferModel",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

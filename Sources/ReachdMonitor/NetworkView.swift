@@ -71,10 +71,15 @@ public final class NetworkView: Sendable {
         }
     }
 
-    package func stop() async {
+    /// Stops the watcher, NetworkManager's connection and the hosts' refresh; the resolver's threads end with `stop`.
+    package func stopWatching() {
         watcher.stop()
         manager?.stop()
         hosts.stop()
+    }
+
+    package func stop() async {
+        stopWatching()
         await resolver.shutdown()
     }
 }
