@@ -55,7 +55,8 @@ let package = Package(
         // glibc's sync_file_range (the download writer) and memmem (the multipart boundary check), declared only
         // under _GNU_SOURCE.
         .target(name: "CReachdFiles"),
-        // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server.
+        // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server. It judges the
+        // network with ReachdMonitor; ReachdDaemon only for ShutdownSignals, until the service lifecycle replaces it.
         .target(
             name: "ReachdTransfers",
             dependencies: [
@@ -141,6 +142,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // ReachdDaemon only for DaemonStartup and ShutdownSignals, until the service lifecycle replaces them.
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
@@ -203,7 +205,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReachdNetlinkTests", dependencies: ["ReachdNetlink", "ReachdModel"]),
-        .testTarget(name: "ReachdMonitorTests", dependencies: ["ReachdMonitor", "ReachdModel"]),
+        // The resolution passes (pure) and HostMonitor on this machine's kernel (address literals: no DNS).
+        .testTarget(
+            name: "ReachdMonitorTests",
+            dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "Reachability"]
