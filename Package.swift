@@ -41,10 +41,10 @@ let package = Package(
         .target(name: "ReachdModel"),
         // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
         .target(name: "ReachdConfig", dependencies: ["ReachdModel"]),
-        // The only module that talks to the kernel (libnl cache manager, sysfs).
+        // The only module that talks to the kernel (libnl cache manager, sysfs); its thread is the kit's PollThread.
         .target(
             name: "ReachdNetlink",
-            dependencies: ["CNetlink", "ReachdModel", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CNetlink", "ReachdModel", "ReachdServiceKit", .product(name: "Logging", package: "swift-log")]
         ),
         // Transfer jobs: states, gating, resume and retry decisions, queue order. Pure.
         .target(name: "ReachdTransferModel", dependencies: ["ReachdModel", "CReachdFiles"]),
@@ -55,12 +55,13 @@ let package = Package(
         // glibc's sync_file_range (the download writer) and memmem (the multipart boundary check), declared only
         // under _GNU_SOURCE.
         .target(name: "CReachdFiles"),
-        // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server.
+        // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server. It judges the
+        // network with ReachdMonitor; ReachdDaemon only for ShutdownSignals, until the service lifecycle replaces it.
         .target(
             name: "ReachdTransfers",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdTransferModel", "ReachdDaemon", "ReachdMetrics",
-                "ReachdServiceKit", "CReachdFiles", "CReachdBus", "CSystemd",
+                "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTransferModel", "ReachdMonitor", "ReachdMetrics",
+                "ReachdServiceKit", "ReachdDaemon", "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -71,15 +72,19 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // What both daemons' listeners share: per-user connection limits, the idle rule and its guard, peer credentials.
+        // What both daemons share below their own logic: the listeners' per-user connection limits, idle rule and
+        // peer credentials; the socket endpoint (bind, stale-socket rule, socket activation); systemd notify and
+        // watchdog; the sd-bus connection and message writing; the poll thread; the monotonic clock.
         .target(
             name: "ReachdServiceKit",
             dependencies: [
+                "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // Prometheus metrics: the HTTP endpoint (SwiftNIO) and the process metrics, for both daemons.
+        // Prometheus metrics: the HTTP endpoint (SwiftNIO), its start-up and the process metrics, for both daemons.
         .target(
             name: "ReachdMetrics",
             dependencies: [
@@ -91,11 +96,23 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        // Daemon services: verdict hub, Unix-socket server, watcher service.
+        // Judging the network in-process, for both daemons and the library: the netlink watcher's snapshots joined
+        // with NetworkManager's metered flags (NetworkView), the internet verdict (VerdictHub) and the host targets
+        // (HostMonitor: resolve, route, judge).
+        .target(
+            name: "ReachdMonitor",
+            dependencies: [
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdServiceKit", "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // reachd's services: the Unix-socket server and its clients, org.reachd.Reachability1 on D-Bus, the
+        // connectivity check, reachd's metrics, and the daemon's assembly.
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdMonitor", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
                 "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -107,28 +124,29 @@ let package = Package(
         ),
         // Blocking Unix-socket client used by reachctl and the library.
         .target(name: "ReachdClient", dependencies: ["ReachdProtocol", "ReachdTransferModel"]),
-        // Public Swift library for apps.
+        // Public Swift library for apps: in-process on ReachdMonitor (the daemons' own judging), or a client of reachd.
         .target(
             name: "Reachability",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdClient", "ReachdProtocol", "ReachdTransferModel",
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol", "ReachdTransferModel",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdConfig", "ReachdServiceKit",
+                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // ReachdDaemon only for DaemonStartup and ShutdownSignals, until the service lifecycle replaces them.
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdConfig",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -173,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "ReachdDaemonTests",
             dependencies: [
-                "ReachdDaemon", "ReachdProtocol", "ReachdModel",
+                "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
@@ -187,6 +205,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReachdNetlinkTests", dependencies: ["ReachdNetlink", "ReachdModel"]),
+        // The resolution passes (pure) and HostMonitor on this machine's kernel (address literals: no DNS).
+        .testTarget(
+            name: "ReachdMonitorTests",
+            dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "Reachability"]

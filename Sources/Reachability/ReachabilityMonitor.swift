@@ -2,9 +2,7 @@ import Foundation
 @_exported import ReachdModel
 import ReachdClient
 import ReachdConfig
-import ReachdNetlink
 import ReachdProtocol
-import Logging
 import Synchronization
 
 extension Notification.Name {
@@ -73,7 +71,7 @@ public final class ReachabilityMonitor: Sendable {
         var whenReachable: Handler?
         var whenUnreachable: Handler?
         var streams: [UUID: AsyncStream<StampedVerdict>.Continuation] = [:]
-        var watcher: NetlinkWatcher?
+        var inProcess: InProcessSource?
         var connection: DaemonSubscription?
         var running = false
     }
@@ -150,44 +148,30 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Stops watching and finishes every `updates` stream.
     public func stopNotifier() {
-        let (watcher, connection, streams) = state.withLock { state in
+        let (inProcess, connection, streams) = state.withLock { state in
             defer {
-                state.watcher = nil
+                state.inProcess = nil
                 state.connection = nil
                 state.streams = [:]
                 state.running = false
             }
-            return (state.watcher, state.connection, Array(state.streams.values))
+            return (state.inProcess, state.connection, Array(state.streams.values))
         }
-        watcher?.stop()
+        inProcess?.stop()
         connection?.cancel()
         for stream in streams { stream.finish() }
     }
 
     private func startNetlink(configuration: Configuration, sysfsRoot: String) throws {
-        let judge: @Sendable (NetworkSnapshot) -> Verdict
-        switch target {
-        case .internet:
-            let engine = InternetVerdict(classifier: configuration.classifier)
-            judge = { engine.verdict(for: $0) }
-        case .host(let host):
-            let evaluator: HostEvaluator
-            do {
-                evaluator = try HostEvaluator(host: host, configuration: configuration)
-            } catch {
-                throw MonitorError.netlink("\(error)")
-            }
-            judge = { [weak self] snapshot in
-                evaluator.verdict(for: snapshot) { [weak self] verdict in self?.deliver(verdict) }
-            }
-        }
-        let watcher = NetlinkWatcher(options: .init(sysfsRoot: sysfsRoot), logger: Logger(label: "reachability"))
+        let source: InProcessSource
         do {
-            try watcher.start { [weak self] snapshot in self?.deliver(judge(snapshot)) }
+            source = try InProcessSource(target: target, configuration: configuration, sysfsRoot: sysfsRoot) { [weak self] verdict in
+                self?.deliver(verdict)
+            }
         } catch {
             throw MonitorError.netlink("\(error)")
         }
-        state.withLock { $0.watcher = watcher }
+        state.withLock { $0.inProcess = source }
     }
 
     private func startDaemon(path explicit: String?) throws {

@@ -2,7 +2,9 @@ import CReachdBus
 import CSystemd
 import Logging
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
+import ReachdServiceKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,11 +12,6 @@ import Glibc
 /// `org.reachd.Reachability1` at `/org/reachd/Reachability1` (dbus/org.reachd.Reachability1.xml): the
 /// internet verdict as properties, `PropertiesChanged` only for values that changed, and `CheckHost`.
 public final class BusService: @unchecked Sendable {
-    /// Which bus to use (`reachd --bus`).
-    public enum Bus: String, Sendable, CaseIterable {
-        case system, session, none
-    }
-
     public static let name = "org.reachd.Reachability1"
     public static let path = "/org/reachd/Reachability1"
     static let interface = "org.reachd.Reachability1"
@@ -24,7 +21,7 @@ public final class BusService: @unchecked Sendable {
     private let logger: Logger
     private let connection: BusConnection
     /// Only touched on the bus thread.
-    private var emitted: [String: PropertyValue] = [:]
+    private var emitted: [String: BusMessage.Value] = [:]
 
     /// Connects, exports the object and takes the name; throws when the bus cannot be used.
     public init(bus which: Bus, hub: VerdictHub, hosts: HostMonitor, logger: Logger) throws {
@@ -95,28 +92,7 @@ public final class BusService: @unchecked Sendable {
 
     // MARK: - Values
 
-    package enum PropertyValue: Equatable, Sendable {
-        case bool(Bool)
-        case string(String)
-        case strings([String])
-        case uint32(UInt32)
-        case uint64(UInt64)
-        case int64(Int64)
-
-        /// The D-Bus signature.
-        package var signature: String {
-            switch self {
-            case .bool: "b"
-            case .string: "s"
-            case .strings: "as"
-            case .uint32: "u"
-            case .uint64: "t"
-            case .int64: "x"
-            }
-        }
-    }
-
-    static func properties(of verdict: Verdict) -> [String: PropertyValue] {
+    static func properties(of verdict: Verdict) -> [String: BusMessage.Value] {
         [
             "Reachable": .bool(verdict.reachable),
             "Status": .string(verdict.status.rawValue),

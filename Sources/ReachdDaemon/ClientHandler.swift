@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 

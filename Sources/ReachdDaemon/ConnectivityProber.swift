@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdModel
+import ReachdMonitor
 import Synchronization
 
 /// Runs the configured connectivity check after every change of the internet path (and, while it fails,

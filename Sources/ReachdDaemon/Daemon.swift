@@ -4,7 +4,9 @@ import NIOPosix
 import ReachdConfig
 import ReachdMetrics
 import ReachdModel
+import ReachdMonitor
 import ReachdNetlink
+import ReachdServiceKit
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -15,16 +17,16 @@ public struct DaemonOptions: Sendable {
     /// Where to bind when systemd passes no socket (nil: only a passed socket will do).
     public var socketPath: String?
     public var configuration: Configuration
-    public var watcher: NetlinkWatcher.Options
+    public var watcher: NetworkView.Options
     public var limits: SocketServer.Limits
     /// The D-Bus bus to serve `org.reachd.Reachability1` on.
-    public var bus: BusService.Bus
+    public var bus: Bus
     /// The bus where NetworkManager's metered flags are read (none: not at all).
-    public var networkManager: BusService.Bus
+    public var networkManager: Bus
 
     public init(socketPath: String?, configuration: Configuration = Configuration(),
-                watcher: NetlinkWatcher.Options = .init(), limits: SocketServer.Limits = .init(), bus: BusService.Bus = .system,
-                networkManager: BusService.Bus = .system) {
+                watcher: NetworkView.Options = .init(), limits: SocketServer.Limits = .init(), bus: Bus = .system,
+                networkManager: Bus = .system) {
         self.socketPath = socketPath
         self.bus = bus
         self.networkManager = networkManager
@@ -58,7 +60,7 @@ public enum Daemon {
         }
         let server: SocketServer
         do {
-            let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
+            let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
             server = try await SocketServer(
                 endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
                 limits: options.limits, metrics: metrics, logger: logger
@@ -107,7 +109,7 @@ public enum Daemon {
     }
 
     /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
-    private static func startBus(_ which: BusService.Bus, hub: VerdictHub, hosts: HostMonitor, logger: Logger) -> BusService? {
+    private static func startBus(_ which: Bus, hub: VerdictHub, hosts: HostMonitor, logger: Logger) -> BusService? {
         guard which != .none else { return nil }
         do {
             let service = try BusService(bus: which, hub: hub, hosts: hosts, logger: logger)

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 #if canImport(Glibc)
@@ -27,23 +28,7 @@ public final class SocketServer: Sendable {
     /// members of reachd's group, and 15 s to send a request (reachctl and the library send theirs at once).
     public static let connectionLimits = ConnectionLimits(perUser: 256, total: 2048, reserved: 128, idleSeconds: 15)
 
-    /// Where clients connect: a path reachd binds (and removes at shutdown), or a socket systemd passed.
-    public enum Endpoint: Sendable {
-        case path(String)
-        case activated(fd: Int32)
-
-        /// The socket systemd passed if there is one, else `path`. Without either there is nothing to serve
-        /// on: a unit must pass its socket, a user's daemon needs `--socket` or `XDG_RUNTIME_DIR`.
-        package static func resolve(path: String?) throws -> Endpoint {
-            if let fd = try Systemd.activatedSocket() { return .activated(fd: fd) }
-            guard let path else {
-                throw SocketFileError.activation("no socket was passed, and no path is known: pass --socket PATH or set XDG_RUNTIME_DIR")
-            }
-            return .path(path)
-        }
-    }
-
-    public let endpoint: Endpoint
+    public let endpoint: SocketEndpoint
     private let hub: VerdictHub
     private let group: any EventLoopGroup
     private let registries: [ObjectIdentifier: SubscriberRegistry]
@@ -55,7 +40,7 @@ public final class SocketServer: Sendable {
     /// Binds the socket (replacing a stale socket file, refusing a live one), or takes the one systemd
     /// passed, and starts serving.
     public init(
-        endpoint: Endpoint, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
+        endpoint: SocketEndpoint, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
         limits: Limits = Limits(), metrics: DaemonMetrics? = nil, logger: Logger
     ) async throws {
         self.endpoint = endpoint
@@ -109,36 +94,5 @@ public final class SocketServer: Sendable {
         hub.removeObserver(observer)
         try? await channel.close()
         endpoint.removeFile(logger: logger)
-    }
-}
-
-extension SocketServer.Endpoint {
-    /// Binds `bootstrap` here: a path is prepared (a stale socket replaced, a live one refused) and opened
-    /// to every local user; a socket systemd passed is taken as it is.
-    package func bind(_ bootstrap: ServerBootstrap, logger: Logger) async throws -> any Channel {
-        switch self {
-        case .path(let path):
-            try SocketFile.prepare(path: path)
-            let channel: any Channel
-            do {
-                channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
-            } catch let error as IOError {
-                throw SocketFileError.system(call: "bind", path: path, errno: error.errnoCode)
-            }
-            chmod(path, 0o666)
-            logger.info("listening on \(path)")
-            return channel
-        case .activated(let fd):
-            let channel = try await bootstrap.withBoundSocket(fd).get()
-            logger.info("listening on the socket systemd passed (fd \(fd))")
-            return channel
-        }
-    }
-
-    /// After the channel is closed: removes a path's socket file (one systemd passed stays).
-    package func removeFile(logger: Logger) {
-        guard case .path(let path) = self else { return }
-        unlink(path)
-        logger.info("socket \(path) closed and removed")
     }
 }

@@ -1,6 +1,7 @@
 import CNetlink
 import Logging
 import ReachdModel
+import ReachdServiceKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -8,26 +9,13 @@ import Glibc
 
 /// Watches links, addresses, routes and netconf through libnl's cache manager and reports settled snapshots.
 ///
-/// All libnl state belongs to one thread of the watcher's own, which sleeps in `poll(2)` on the cache
-/// manager's socket and a wake-up pipe: no timers, no periodic wake-ups, nothing from libdispatch (whose
+/// All libnl state belongs to one thread of the watcher's own (a `PollThread`), which sleeps in `poll(2)` on
+/// the cache manager's socket and a wake-up pipe: no timers, no periodic wake-ups, nothing from libdispatch (whose
 /// worker pool would add a 1 Hz monitor timer). After the socket has been drained the snapshot is rebuilt
 /// from the caches that changed, and the handler is called once if it differs from the last one: a burst
 /// of kernel messages yields one snapshot. A receive error (e.g. ENOBUFS after a socket overflow) replaces
 /// the cache manager, which dumps everything afresh.
 public final class NetlinkWatcher: @unchecked Sendable {
-    /// Settings that tests and stress runs change.
-    public struct Options: Sendable {
-        /// Where sysfs is mounted (a fake tree in tests).
-        public var sysfsRoot: String
-        /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
-        public var receiveBufferSize: Int
-
-        public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20) {
-            self.sysfsRoot = sysfsRoot
-            self.receiveBufferSize = receiveBufferSize
-        }
-    }
-
     private enum CacheKind: String, CaseIterable {
         case link = "route/link"
         case address = "route/addr"
@@ -39,7 +27,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// How long to wait before retrying when the cache manager cannot be reopened.
     private static let reopenRetryMilliseconds: Int32 = 100
 
-    private let options: Options
+    /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
+    private let receiveBufferSize: Int
     private let sysfs: SysfsReader
     private let logger: Logger
 
@@ -57,13 +46,12 @@ public final class NetlinkWatcher: @unchecked Sendable {
 
     /// How often the caches were thrown away and dumped again.
     public var resynchronisationCount: Int { resynchronisations.load(ordering: .relaxed) }
-    private var thread: pthread_t?
-    /// Writing a byte here wakes the watcher thread to stop.
-    private var wakePipe: (read: Int32, write: Int32) = (-1, -1)
+    private var thread: PollThread?
 
-    public init(options: Options = Options(), logger: Logger) {
-        self.options = options
-        self.sysfs = SysfsReader(root: options.sysfsRoot)
+    /// `sysfsRoot`: where sysfs is mounted (a fake tree in tests).
+    public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20, logger: Logger) {
+        self.receiveBufferSize = receiveBufferSize
+        self.sysfs = SysfsReader(root: sysfsRoot)
         self.logger = logger
     }
 
@@ -76,32 +64,29 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// sockets belong to the calling thread's network namespace.
     public func start(handler: @escaping @Sendable (NetworkSnapshot) -> Void) throws {
         precondition(thread == nil, "NetlinkWatcher started twice")
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw NetlinkError(call: "pipe", code: NLE_FAILURE) }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        wakePipe = (fds[0], fds[1])
+        let thread: PollThread
         do {
-            try openManager()
+            thread = try PollThread()
         } catch {
-            closeWakePipe()
-            throw error
+            throw NetlinkError(call: error.call, code: NLE_FAILURE)
         }
+        try openManager()
         dirty = Set(CacheKind.allCases)
         rebuild()
         self.handler = handler
         handler(current)
-        switch spawnPosixThread({ [unowned self] in self.run() }) {
-        case .success(let tid): thread = tid
-        case .failure(let error): throw NetlinkError(call: "pthread_create", code: -error.code)
+        do {
+            try thread.start(descriptors: { [unowned self] in self.descriptors() }, ready: { [unowned self] in self.ready($0) })
+        } catch {
+            throw NetlinkError(call: error.call, code: -error.code)
         }
+        self.thread = thread
     }
 
     /// Stops watching; the handler is not called after this returns.
     public func stop() {
         guard let thread else { return }
-        var byte: UInt8 = 1
-        _ = write(wakePipe.write, &byte, 1)
-        pthread_join(thread, nil)
+        thread.stop()
         self.thread = nil
         handler = nil
         closeManager()
@@ -109,29 +94,23 @@ public final class NetlinkWatcher: @unchecked Sendable {
             nl_socket_free(syncSocket)
             self.syncSocket = nil
         }
-        closeWakePipe()
     }
 
-    private func closeWakePipe() {
-        if wakePipe.read >= 0 { close(wakePipe.read) }
-        if wakePipe.write >= 0 { close(wakePipe.write) }
-        wakePipe = (-1, -1)
+    /// What the watcher thread sleeps on: the cache manager's socket, or (without a manager) a timeout to reopen it.
+    private func descriptors() -> (fds: [pollfd], timeout: Int32) {
+        guard let manager else { return ([], Self.reopenRetryMilliseconds) }
+        return ([pollfd(fd: nl_cache_mngr_get_fd(manager), events: Int16(POLLIN), revents: 0)], -1)
     }
 
-    /// The watcher thread: sleeps in poll(2) until the kernel or `stop` has something to say.
-    private func run() {
-        while true {
-            var entries = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
-            if let manager { entries.append(pollfd(fd: nl_cache_mngr_get_fd(manager), events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&entries, nfds_t(entries.count), manager == nil ? Self.reopenRetryMilliseconds : -1)
-            if ready < 0 && errno != EINTR {
-                logger.error("netlink: poll failed: errno \(errno)")
-                return
-            }
-            if entries[0].revents != 0 { return }
+    /// The watcher thread woke up: the kernel has something to say, or it is time to reopen the cache manager.
+    private func ready(_ outcome: PollThread.Outcome) {
+        switch outcome {
+        case .failed(let code):
+            logger.error("netlink: poll failed: errno \(code)")
+        case .ready(let entries):
             if manager == nil {
                 reopen()
-            } else if entries.count > 1, entries[1].revents != 0 {
+            } else if let socket = entries.first, socket.revents != 0 {
                 socketReadable()
             }
         }
@@ -188,7 +167,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 
     private func enlargeReceiveBuffer(fd: Int32) {
-        var size = Int32(clamping: options.receiveBufferSize)
+        var size = Int32(clamping: receiveBufferSize)
         let length = socklen_t(MemoryLayout<Int32>.size)
         if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)

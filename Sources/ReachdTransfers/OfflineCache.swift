@@ -1,7 +1,6 @@
 import Crypto
 import Logging
 import NIOHTTP1
-import ReachdDaemon
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel

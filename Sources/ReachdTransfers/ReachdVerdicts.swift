@@ -1,8 +1,8 @@
 import Logging
 import NIOCore
 import NIOPosix
-import ReachdDaemon
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
 import ReachdTransferModel
 import Synchronization

@@ -1,8 +1,8 @@
 import CReachdBus
 import CSystemd
 import Logging
-import ReachdDaemon
 import ReachdProtocol
+import ReachdServiceKit
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +23,7 @@ final class TransferBusService: @unchecked Sendable {
     private let logger: Logger
     private var watcher: Int?
 
-    init(bus: BusService.Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) throws {
+    init(bus: Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) throws {
         connection = try BusConnection(bus)
         self.scheduler = scheduler
         self.access = access
@@ -136,9 +136,9 @@ final class TransferBusService: @unchecked Sendable {
     }
 
     /// Reads `a{sv}` whose values are booleans or strings.
-    private static func readOptions(_ call: OpaquePointer) -> [(String, BusService.PropertyValue)]? {
+    private static func readOptions(_ call: OpaquePointer) -> [(String, BusMessage.Value)]? {
         guard sd_bus_message_enter_container(call, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return nil }
-        var options: [(String, BusService.PropertyValue)] = []
+        var options: [(String, BusMessage.Value)] = []
         while sd_bus_message_enter_container(call, CChar(UInt8(ascii: "e")), "sv") > 0 {
             guard let key = readString(call) else { return nil }
             var type: CChar = 0

@@ -1,5 +1,4 @@
 import Logging
-import ReachdDaemon
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel

@@ -1,7 +1,6 @@
 import Logging
 import NIOCore
 import NIOPosix
-import ReachdDaemon
 import ReachdProtocol
 import ReachdServiceKit
 import ReachdTransferModel
@@ -13,7 +12,7 @@ import Glibc
 /// requests run in order; the caller's identity is the socket's peer credentials.
 final class TransferServer: Sendable {
     private let channel: any Channel
-    private let endpoint: SocketServer.Endpoint
+    private let endpoint: SocketEndpoint
     private let logger: Logger
 
     /// dbus-daemon's per-user default (256); 512 in all (a user's own instance serves one user, the system instance
@@ -22,7 +21,7 @@ final class TransferServer: Sendable {
 
     /// Serves `endpoint`. Peers `access` does not admit are told why and closed at once; admitted ones are counted
     /// against `limits`.
-    init(endpoint: SocketServer.Endpoint, scheduler: TransferScheduler, cache: OfflineCache, access: InstanceAccess,
+    init(endpoint: SocketEndpoint, scheduler: TransferScheduler, cache: OfflineCache, access: InstanceAccess,
          limits: ConnectionLimits = TransferServer.connectionLimits, logger: Logger) async throws {
         self.logger = logger
         let limiter = PeerLimiter(

@@ -4,7 +4,8 @@ import ReachdConfig
 import ReachdDaemon
 import ReachdMetrics
 import ReachdModel
-import ReachdNetlink
+import ReachdMonitor
+import ReachdServiceKit
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
@@ -18,11 +19,11 @@ public struct TransferServiceOptions: Sendable {
     /// Where the offline cache keeps bodies (a directory per user inside).
     public var cacheDirectory: String
     public var configuration: Configuration
-    public var watcher: NetlinkWatcher.Options
+    public var watcher: NetworkView.Options
     /// The D-Bus bus for org.reachd.Transfers1.
-    public var bus: BusService.Bus
+    public var bus: Bus
     /// The bus where NetworkManager's metered flags are read (none: not at all).
-    public var networkManager: BusService.Bus
+    public var networkManager: Bus
     /// Who may use this instance.
     public var access: InstanceAccess
     /// Where per-host verdicts come from.
@@ -38,8 +39,8 @@ public struct TransferServiceOptions: Sendable {
     }
 
     public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration, access: InstanceAccess,
-                verdicts: VerdictSource, watcher: NetlinkWatcher.Options = .init(),
-                bus: BusService.Bus = .system, networkManager: BusService.Bus = .system) {
+                verdicts: VerdictSource, watcher: NetworkView.Options = .init(),
+                bus: Bus = .system, networkManager: Bus = .system) {
         self.access = access
         self.verdicts = verdicts
         self.bus = bus
@@ -102,7 +103,7 @@ public enum TransferService {
         started.add { await network?.stop() }
         started.add { await scheduler.stopAll() }
         try await scheduler.load()
-        let endpoint: SocketServer.Endpoint = try .resolve(path: options.socketPath)
+        let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
         try makeDirectory(options.cacheDirectory, mode: mode_t(CacheLayout.directoryMode(shared: shared)))
         CacheRepair.run(directory: options.cacheDirectory, shared: shared, store: store, logger: logger)
@@ -167,7 +168,7 @@ public enum TransferService {
     }
 
     /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
-    private static func startBus(_ which: BusService.Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) async -> TransferBusService? {
+    private static func startBus(_ which: Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) async -> TransferBusService? {
         guard which != .none else { return nil }
         do {
             let service = try TransferBusService(bus: which, scheduler: scheduler, access: access, logger: logger)

@@ -2,7 +2,9 @@ import ArgumentParser
 import Logging
 import ReachdConfig
 import ReachdDaemon
+import ReachdMonitor
 import ReachdProtocol
+import ReachdServiceKit
 import ReachdTransferModel
 import ReachdTransfers
 #if canImport(Glibc)
@@ -72,8 +74,8 @@ struct TransfersCommand: AsyncParsableCommand {
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
         guard ["auto", "reachd", "netlink"].contains(verdicts) else { throw ValidationError("--verdicts must be auto, reachd or netlink") }
-        guard bus.map({ BusService.Bus(rawValue: $0) != nil }) ?? true else { throw ValidationError("--bus must be system, session or none") }
-        guard BusService.Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
+        guard bus.map({ Bus(rawValue: $0) != nil }) ?? true else { throw ValidationError("--bus must be system, session or none") }
+        guard Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
@@ -125,8 +127,8 @@ struct TransfersCommand: AsyncParsableCommand {
             try await TransferService.run(
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration, access: access,
-                    verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus.flatMap(BusService.Bus.init(rawValue:)) ?? (system ? .system : .session),
-                    networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
+                    verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus.flatMap(Bus.init(rawValue:)) ?? (system ? .system : .session),
+                    networkManager: Bus(rawValue: networkmanager) ?? .system
                 ),
                 logger: logger
             )

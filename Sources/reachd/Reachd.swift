@@ -4,7 +4,7 @@ import NIOCore
 import NIOPosix
 import ReachdConfig
 import ReachdDaemon
-import ReachdNetlink
+import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
 #if canImport(Glibc)
@@ -64,8 +64,8 @@ struct Reachd: AsyncParsableCommand {
         }
         guard clientQueueLimit >= 1024 else { throw ValidationError("--client-queue-limit must be at least 1024") }
         guard netlinkReceiveBuffer >= 4096 else { throw ValidationError("--netlink-receive-buffer must be at least 4096") }
-        guard BusService.Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
-        guard BusService.Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
+        guard Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
+        guard Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
@@ -83,8 +83,8 @@ struct Reachd: AsyncParsableCommand {
                     configuration: configuration,
                     watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer),
                     limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
-                    bus: BusService.Bus(rawValue: bus) ?? .system,
-                    networkManager: BusService.Bus(rawValue: networkmanager) ?? .system
+                    bus: Bus(rawValue: bus) ?? .system,
+                    networkManager: Bus(rawValue: networkmanager) ?? .system
                 ),
                 logger: logger
             )

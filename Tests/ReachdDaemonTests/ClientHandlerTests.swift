@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import ReachdModel
+import ReachdMonitor
 import ReachdProtocol
 import XCTest
 @testable import ReachdDaemon

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import ReachdModel
+import ReachdMonitor
 import XCTest
 @testable import ReachdDaemon
 

@@ -1,7 +1,7 @@
 import Logging
 import NIOPosix
 import ReachdConfig
-import ReachdMetrics
+import ReachdServiceKit
 
 extension MetricsEndpoint {
     /// Starts the endpoint on `address` for either daemon. A socket path is prepared as the daemons' own

@@ -1,6 +1,7 @@
 import CSystemd
 import Logging
 import ReachdModel
+import ReachdServiceKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +23,7 @@ package final class NetworkManagerMetered: @unchecked Sendable {
     private var values: [String: ManagerMetered] = [:]
 
     /// Connects and subscribes; `onChange` gets every new map of interface name → value (on the bus thread).
-    package init(bus: BusService.Bus, logger: Logger, onChange: @escaping @Sendable ([String: ManagerMetered]) -> Void) throws {
+    package init(bus: Bus, logger: Logger, onChange: @escaping @Sendable ([String: ManagerMetered]) -> Void) throws {
         connection = try BusConnection(bus)
         self.logger = logger
         self.onChange = onChange
@@ -48,7 +49,7 @@ package final class NetworkManagerMetered: @unchecked Sendable {
     package func start() throws { try connection.start() }
 
     /// Follows NetworkManager on `which` bus into `merger`, or nil (with a warning) when that bus cannot be used.
-    package static func start(on which: BusService.Bus, merger: SnapshotMerger, logger: Logger) -> NetworkManagerMetered? {
+    package static func start(on which: Bus, merger: SnapshotMerger, logger: Logger) -> NetworkManagerMetered? {
         guard which != .none else { return nil }
         do {
             let source = try NetworkManagerMetered(bus: which, logger: logger) { merger.update(manager: $0) }

@@ -70,15 +70,29 @@ public final class HostMonitor: Sendable {
 
     /// Starts watching `hosts` (counted per caller) and returns their current verdicts.
     package func watch(_ hosts: [String]) async -> [StampedVerdict] {
+        addWatchers(hosts)
+        var verdicts: [StampedVerdict] = []
+        for host in hosts { verdicts.append(await verdict(for: host)) }
+        return verdicts
+    }
+
+    /// Starts one caller's watch of `host`, resolving it on the calling thread (blocking), and returns its
+    /// current verdict: for callers that cannot wait asynchronously (the library's `startNotifier`).
+    package func watchResolvingHere(_ host: String) -> StampedVerdict {
+        addWatchers([host])
+        let resolution = SystemResolver.resolve(host)
+        state.withLock { $0.entries[host]?.resolution = resolution }
+        return evaluateAndPublish(host, resolution: resolution)
+    }
+
+    /// Counts one more watcher of each host and starts the periodic refresh if there is one.
+    private func addWatchers(_ hosts: [String]) {
         state.withLock { state in
             for host in hosts { state.entries[host, default: Entry()].watchers += 1 }
             if state.refresher == nil, refreshSeconds > 0 {
                 state.refresher = Task { await self.refreshPeriodically() }
             }
         }
-        var verdicts: [StampedVerdict] = []
-        for host in hosts { verdicts.append(await verdict(for: host)) }
-        return verdicts
     }
 
     /// Stops one caller's watch of `hosts`.

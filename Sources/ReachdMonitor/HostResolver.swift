@@ -15,7 +15,7 @@ package final class HostResolver: Sendable {
         try? await pool.shutdownGracefully()
     }
 
-    func resolve(_ name: String) async -> Resolution {
+    package func resolve(_ name: String) async -> Resolution {
         (try? await pool.runIfActive { SystemResolver.resolve(name) }) ?? .failed("resolver stopped")
     }
 }

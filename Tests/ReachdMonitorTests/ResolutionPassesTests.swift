@@ -1,5 +1,5 @@
 import XCTest
-@testable import ReachdDaemon
+@testable import ReachdMonitor
 
 /// However often the network changes, watched hosts are resolved again by one pass at a time, and by one more
 /// pass when it changed during the running one.

@@ -1,7 +1,6 @@
 import CSystemd
 import Logging
 import NIOCore
-import ReachdModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,12 +47,5 @@ package enum Systemd {
 
     private static func notify(_ state: String) {
         _ = sd_notify(0, state)
-    }
-}
-
-extension Verdict {
-    /// The one-line state for `systemctl status`.
-    var systemdStatus: String {
-        "internet: \(summary)"
     }
 }

@@ -1,6 +1,5 @@
 import CSystemd
 import Logging
-import ReachdModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +7,29 @@ import Glibc
 /// Writing sd-bus messages with the non-variadic calls (Swift cannot call `sd_bus_message_append`).
 package enum BusMessage {
     /// One `a{sv}`.
-    package typealias Dictionary = [(String, BusService.PropertyValue)]
+    package typealias Dictionary = [(String, Value)]
+
+    /// One value of an `a{sv}`.
+    package enum Value: Equatable, Sendable {
+        case bool(Bool)
+        case string(String)
+        case strings([String])
+        case uint32(UInt32)
+        case uint64(UInt64)
+        case int64(Int64)
+
+        /// The D-Bus signature.
+        package var signature: String {
+            switch self {
+            case .bool: "b"
+            case .string: "s"
+            case .strings: "as"
+            case .uint32: "u"
+            case .uint64: "t"
+            case .int64: "x"
+            }
+        }
+    }
 
     /// A method call kept until its reply is sent from the bus thread.
     package final class Retained: @unchecked Sendable {
@@ -17,7 +38,7 @@ package enum BusMessage {
         package func release() { sd_bus_message_unref(pointer) }
     }
 
-    package static func append(_ value: BusService.PropertyValue, to message: OpaquePointer) -> Int32 {
+    package static func append(_ value: Value, to message: OpaquePointer) -> Int32 {
         switch value {
         case .bool(let flag):
             var int: Int32 = flag ? 1 : 0
@@ -37,24 +58,6 @@ package enum BusMessage {
             }
             return rc >= 0 ? sd_bus_message_close_container(message) : rc
         }
-    }
-
-    /// The host verdict as `a{sv}`.
-    static func dictionary(of stamped: StampedVerdict) -> Dictionary {
-        let verdict = stamped.verdict
-        return [
-            ("Target", .string(verdict.target)),
-            ("Reachable", .bool(verdict.reachable)),
-            ("Status", .string(verdict.status.rawValue)),
-            ("Metered", .bool(verdict.metered)),
-            ("MeteredReason", .string(verdict.meteredReason ?? "")),
-            ("Interface", .string(verdict.interface ?? "")),
-            ("Flags", .strings(verdict.flags.names)),
-            ("Reason", .string(verdict.reason ?? "")),
-            ("ReasonCode", .string(verdict.reasonCode?.rawValue ?? "")),
-            ("Addresses", .strings((verdict.addresses ?? []).map(\.description))),
-            ("Sequence", .uint64(stamped.sequence)),
-        ]
     }
 
     /// Appends one `a{sv}`.

@@ -1,0 +1,22 @@
+import ReachdModel
+import ReachdServiceKit
+
+extension BusMessage {
+    /// The host verdict as `a{sv}`.
+    static func dictionary(of stamped: StampedVerdict) -> Dictionary {
+        let verdict = stamped.verdict
+        return [
+            ("Target", .string(verdict.target)),
+            ("Reachable", .bool(verdict.reachable)),
+            ("Status", .string(verdict.status.rawValue)),
+            ("Metered", .bool(verdict.metered)),
+            ("MeteredReason", .string(verdict.meteredReason ?? "")),
+            ("Interface", .string(verdict.interface ?? "")),
+            ("Flags", .strings(verdict.flags.names)),
+            ("Reason", .string(verdict.reason ?? "")),
+            ("ReasonCode", .string(verdict.reasonCode?.rawValue ?? "")),
+            ("Addresses", .strings((verdict.addresses ?? []).map(\.description))),
+            ("Sequence", .uint64(stamped.sequence)),
+        ]
+    }
+}

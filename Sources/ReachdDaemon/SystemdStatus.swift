@@ -1,0 +1,8 @@
+import ReachdModel
+
+extension Verdict {
+    /// The one-line state for `systemctl status`.
+    var systemdStatus: String {
+        "internet: \(summary)"
+    }
+}

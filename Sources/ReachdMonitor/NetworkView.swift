@@ -1,0 +1,108 @@
+import Logging
+import ReachdConfig
+import ReachdModel
+import ReachdNetlink
+import ReachdServiceKit
+
+/// The network as reachd judges it, shared by reachd, reachd-transfers and the library: the netlink watcher's
+/// snapshots, joined with NetworkManager's metered flags, feed the internet verdict (`hub`) and the
+/// watched hosts (`hosts`).
+public final class NetworkView: Sendable {
+    /// The netlink watcher's settings, which tests and stress runs change.
+    public struct Options: Sendable {
+        /// Where sysfs is mounted (a fake tree in tests).
+        public var sysfsRoot: String
+        /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
+        public var receiveBufferSize: Int
+
+        public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20) {
+            self.sysfsRoot = sysfsRoot
+            self.receiveBufferSize = receiveBufferSize
+        }
+    }
+
+    package let hub: VerdictHub
+    package let hosts: HostMonitor
+    package let resolver: HostResolver
+    /// The netlink watcher (the daemon runs it as a service of its group).
+    package let watcher: NetlinkWatcher
+    private let manager: NetworkManagerMetered?
+    private let merger: SnapshotMerger
+    private let metrics: (any NetworkMetrics)?
+
+    /// `checking`: a connectivity check will report into the hub.
+    package init(configuration: Configuration, checking: Bool = false, watcher options: Options,
+                 networkManager: Bus, metrics: (any NetworkMetrics)? = nil, logger: Logger) throws {
+        let hub = VerdictHub(engine: InternetVerdict(classifier: configuration.classifier), checking: checking)
+        let resolver = HostResolver()
+        let hosts = try HostMonitor(
+            judge: configuration.hostJudge, refreshSeconds: configuration.hostRefreshSeconds, resolver: resolver, logger: logger
+        )
+        let merger = SnapshotMerger { snapshot in
+            let published = hub.update(snapshot: snapshot)
+            if let published {
+                logger.info("verdict", metadata: published.logMetadata)
+            }
+            hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
+        }
+        self.hub = hub
+        self.resolver = resolver
+        self.hosts = hosts
+        self.merger = merger
+        manager = NetworkManagerMetered.start(on: networkManager, merger: merger, logger: logger)
+        watcher = NetlinkWatcher(sysfsRoot: options.sysfsRoot, receiveBufferSize: options.receiveBufferSize, logger: logger)
+        self.metrics = metrics
+        if let metrics {
+            _ = hub.addObserver { metrics.verdictChanged($0) }
+            hosts.setRejudgedObserver { metrics.hostsRejudged(in: $0) }
+        }
+    }
+
+    /// Resynchronisations of the netlink caches so far.
+    package var resynchronisations: Int { watcher.resynchronisationCount }
+
+    /// Starts watching: the first snapshot is judged before this returns.
+    package func start() throws {
+        let merger = self.merger, manager = self.manager, metrics = self.metrics
+        try watcher.start { snapshot in
+            metrics?.snapshot(snapshot)
+            merger.update(netlink: snapshot)
+            manager?.follow(Set(snapshot.links.values.map(\.name)))
+        }
+    }
+
+    /// Stops the watcher, NetworkManager's connection and the hosts' refresh; the resolver's threads end with `stop`.
+    package func stopWatching() {
+        watcher.stop()
+        manager?.stop()
+        hosts.stop()
+    }
+
+    package func stop() async {
+        stopWatching()
+        await resolver.shutdown()
+    }
+}
+
+/// What `NetworkView` tells a daemon's metrics as it happens.
+package protocol NetworkMetrics: Sendable {
+    /// Each snapshot from the netlink watcher.
+    func snapshot(_ snapshot: NetworkSnapshot)
+    /// Each published change of the internet verdict.
+    func verdictChanged(_ stamped: StampedVerdict)
+    /// How long re-judging the watched hosts after a network change took.
+    func hostsRejudged(in duration: Duration)
+}
+
+extension StampedVerdict {
+    /// The verdict's fields for the log.
+    package var logMetadata: Logger.Metadata {
+        [
+            "sequence": "\(sequence)",
+            "status": "\(verdict.status.rawValue)",
+            "interface": "\(verdict.interface ?? "-")",
+            "metered": "\(verdict.metered)",
+            "reason": "\(verdict.reason ?? "-")",
+        ]
+    }
+}

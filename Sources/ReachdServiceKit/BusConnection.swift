@@ -1,0 +1,98 @@
+import CSystemd
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One sd-bus connection served by a `PollThread` of its own, asleep on the bus and the thread's wake-up
+/// pipe. sd-bus objects are not thread-safe: other threads hand work to the bus thread with `perform`.
+package final class BusConnection: @unchecked Sendable {
+    // Touched by init/stop on the caller's thread and by the bus thread in between.
+    private var bus: OpaquePointer?
+    private var slots: [OpaquePointer] = []
+    private let thread: PollThread
+    private let queue = Mutex<[@Sendable (OpaquePointer) -> Void]>([])
+
+    /// Connects to the system or the session bus (`DBUS_SESSION_BUS_ADDRESS`).
+    package init(_ which: Bus) throws {
+        var bus: OpaquePointer?
+        let opened = which == .system ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)
+        guard opened >= 0, let bus else { throw BusError(call: "sd_bus_open_\(which.rawValue)", code: opened) }
+        do {
+            thread = try PollThread()
+        } catch {
+            sd_bus_flush_close_unref(bus)
+            throw BusError(call: error.call, code: -error.code)
+        }
+        self.bus = bus
+    }
+
+    /// Exports an object before `start`: `add` registers it on the bus and returns its slot (kept until `stop`).
+    package func export(_ add: (OpaquePointer, inout OpaquePointer?) -> Int32, what: String) throws {
+        guard let bus else { throw BusError(call: what, code: -ENOTCONN) }
+        var slot: OpaquePointer?
+        let rc = add(bus, &slot)
+        guard rc >= 0, let slot else { throw BusError(call: what, code: rc) }
+        slots.append(slot)
+    }
+
+    package func requestName(_ name: String) throws {
+        guard let bus else { throw BusError(call: "sd_bus_request_name", code: -ENOTCONN) }
+        let rc = sd_bus_request_name(bus, name, 0)
+        guard rc >= 0 else { throw BusError(call: "sd_bus_request_name(\(name))", code: rc) }
+    }
+
+    /// Starts the bus thread.
+    package func start() throws {
+        guard let bus else { throw BusError(call: "start", code: -ENOTCONN) }
+        do {
+            try thread.start(descriptors: { [unowned self] in self.serve(bus) }, ready: { _ in })
+        } catch {
+            throw BusError(call: error.call, code: -error.code)
+        }
+    }
+
+    /// Stops the thread and closes the connection.
+    package func stop() {
+        thread.stop()
+        for slot in slots { sd_bus_slot_unref(slot) }
+        slots = []
+        if let bus { sd_bus_flush_close_unref(bus) }
+        bus = nil
+    }
+
+    /// Runs `work` on the bus thread with the bus.
+    package func perform(_ work: @escaping @Sendable (OpaquePointer) -> Void) {
+        queue.withLock { $0.append(work) }
+        thread.wake()
+    }
+
+    /// One round of the bus thread: handles what came in and what was handed over, sends, and says what to wait on.
+    private func serve(_ bus: OpaquePointer) -> (fds: [pollfd], timeout: Int32) {
+        while sd_bus_process(bus, nil) > 0 {}
+        for work in queue.withLock({ pending -> [@Sendable (OpaquePointer) -> Void] in defer { pending = [] }; return pending }) {
+            work(bus)
+        }
+        _ = sd_bus_flush(bus)
+        var until: UInt64 = 0
+        var timeout: Int32 = -1
+        if sd_bus_get_timeout(bus, &until) > 0, until != UInt64.max {
+            let now = MonotonicClock.microseconds()
+            timeout = until <= now ? 0 : Int32(clamping: (until - now + 999) / 1_000)
+        }
+        return ([pollfd(fd: sd_bus_get_fd(bus), events: Int16(sd_bus_get_events(bus)), revents: 0)], timeout)
+    }
+}
+
+/// An sd-bus failure with the call that failed.
+package struct BusError: Error, CustomStringConvertible {
+    package var call: String
+    package var code: Int32
+
+    package init(call: String, code: Int32) {
+        self.call = call
+        self.code = code
+    }
+
+    package var description: String { "\(call): \(String(cString: strerror(-code)))" }
+}
