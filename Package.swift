@@ -69,6 +69,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // What both daemons' listeners share: per-user connection limits, the idle rule and its guard, peer credentials.
@@ -164,7 +165,13 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
-        .testTarget(name: "ReachdTransfersTests", dependencies: ["ReachdTransfers", "ReachdTransferModel", "ReachdModel"]),
+        .testTarget(
+            name: "ReachdTransfersTests",
+            dependencies: [
+                "ReachdTransfers", "ReachdTransferModel", "ReachdModel",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Swift Testing with swift-property-based: properties of the parsers and of the resume decision.
         .testTarget(
             name: "ReachdTransferModelPropertyTests",
@@ -176,6 +183,7 @@ let package = Package(
                 "ReachdDaemon", "ReachdProtocol", "ReachdModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -56,9 +56,6 @@ package final class NetworkView: Sendable {
         }
     }
 
-    /// The watcher as a service of the daemon's service group.
-    package var watcherService: WatcherService { WatcherService(watcher: watcher) }
-
     package func stop() async {
         watcher.stop()
         manager?.stop()

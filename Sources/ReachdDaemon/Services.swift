@@ -1,27 +1,34 @@
-import Logging
-import ReachdNetlink
+import ReachdMetrics
 import ServiceLifecycle
 
-/// Keeps the netlink watcher feeding the hub until shutdown.
-public struct WatcherService: Service {
-    let watcher: NetlinkWatcher
-
-    public init(watcher: NetlinkWatcher) { self.watcher = watcher }
-
-    public func run() async throws {
-        try? await gracefulShutdown()
-        watcher.stop()
-    }
+/// Something a daemon starts before its service group runs (a bound socket, a thread, a bus connection) and
+/// stops when the group shuts down.
+package protocol StartedComponent: Sendable {
+    /// Stops it; called once, when its group shuts down (gracefully, or cancelled).
+    func stop() async
 }
 
-/// Serves the Unix socket until shutdown, then removes it.
-public struct SocketServerService: Service {
-    let server: SocketServer
+/// Keeps a started component while its group runs, and stops it at graceful shutdown (or cancellation).
+package struct ComponentService<Component: StartedComponent>: Service, CustomStringConvertible {
+    private let component: Component
 
-    public init(server: SocketServer) { self.server = server }
+    package init(_ component: Component) { self.component = component }
 
-    public func run() async throws {
+    package func run() async {
         try? await gracefulShutdown()
-        await server.shutdown()
+        await component.stop()
     }
+
+    package var description: String { "\(Component.self)" }
+}
+
+extension NetworkView: StartedComponent {}
+
+extension BusService: StartedComponent {}
+
+extension MetricsEndpoint: StartedComponent {}
+
+extension SocketServer: StartedComponent {
+    /// Stops serving and removes the socket file (`shutdown`).
+    package func stop() async { await shutdown() }
 }
