@@ -1,5 +1,4 @@
 import Logging
-import NIOCore
 import NIOPosix
 import ReachdConfig
 import ReachdMetrics
