@@ -56,12 +56,12 @@ let package = Package(
         // under _GNU_SOURCE.
         .target(name: "CReachdFiles"),
         // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server. It judges the
-        // network with ReachdMonitor; ReachdDaemon only for ShutdownSignals, until the service lifecycle replaces it.
+        // network with ReachdMonitor (when reachd does not run) and is built on ReachdServiceKit, never on ReachdDaemon.
         .target(
             name: "ReachdTransfers",
             dependencies: [
                 "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTransferModel", "ReachdMonitor", "ReachdMetrics",
-                "ReachdServiceKit", "ReachdDaemon", "CReachdFiles", "CReachdBus", "CSystemd",
+                "ReachdServiceKit", "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -70,6 +70,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // What both daemons share below their own logic: the listeners' per-user connection limits, idle rule and
@@ -78,7 +79,8 @@ let package = Package(
         .target(
             name: "ReachdServiceKit",
             dependencies: [
-                "CSystemd",
+                "ReachdConfig", "CSystemd",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -142,11 +144,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // ReachdDaemon only for DaemonStartup and ShutdownSignals, until the service lifecycle replaces them.
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -182,7 +183,13 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
-        .testTarget(name: "ReachdTransfersTests", dependencies: ["ReachdTransfers", "ReachdTransferModel", "ReachdModel"]),
+        .testTarget(
+            name: "ReachdTransfersTests",
+            dependencies: [
+                "ReachdTransfers", "ReachdTransferModel", "ReachdModel",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // Swift Testing with swift-property-based: properties of the parsers and of the resume decision.
         .testTarget(
             name: "ReachdTransferModelPropertyTests",
@@ -202,6 +209,7 @@ let package = Package(
                 "ReachdServiceKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "ReachdNetlinkTests", dependencies: ["ReachdNetlink", "ReachdModel"]),

@@ -1,13 +1,10 @@
 import Logging
-import NIOCore
 import NIOPosix
 import ReachdConfig
 import ReachdMetrics
 import ReachdModel
 import ReachdMonitor
-import ReachdNetlink
 import ReachdServiceKit
-import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,73 +36,55 @@ public struct DaemonOptions: Sendable {
 /// Assembles the daemon: watcher -> hub -> socket server, run as a service group until SIGTERM/SIGINT.
 ///
 /// The event loops are NIO's singleton group; `reachd` installs it as Swift Concurrency's global executor,
-/// so an idle daemon has no thread that wakes up (see ShutdownSignals and NetlinkWatcher).
+/// so an idle daemon has no thread that wakes up (see ShutdownSignals and PollThread).
 public enum Daemon {
     /// Runs until SIGTERM or SIGINT, which `ShutdownSignals` takes on the main thread (see `reachd`'s main).
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
+        var services = DaemonServices(logger: logger)
+        do {
+            try await start(options, logger: logger, into: &services)
+        } catch {
+            await services.shutDown()
+            throw error
+        }
+        try await services.run(until: ShutdownSignals.received())
+        logger.info("stopped")
+    }
+
+    /// The start-up steps in order, each part added to `services` once started: the network judged (the first
+    /// snapshot), the socket bound, the metrics endpoint listening, the D-Bus name taken; then the connectivity
+    /// check and systemd's readiness, which start when the group runs.
+    private static func start(_ options: DaemonOptions, logger: Logger, into services: inout DaemonServices) async throws {
         let metrics = options.configuration.metricsListen.map { _ in DaemonMetrics() }
         let network = try NetworkView(
             configuration: options.configuration, checking: options.configuration.connectivityCheck != nil,
             watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, logger: logger
         )
-        let hub = network.hub, hosts = network.hosts, resolver = network.resolver
+        let hub = network.hub, hosts = network.hosts
         try network.start()
-        let prober = options.configuration.connectivityCheck.map { check in
-            ConnectivityProber(check: check, hub: hub, resolver: resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
-        }
-        if let prober {
-            _ = hub.addObserver { prober.verdictChanged($0.verdict) }
-            if let current = hub.current { prober.verdictChanged(current.verdict) }
-        }
-        let server: SocketServer
-        do {
-            let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
-            server = try await SocketServer(
-                endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
-                limits: options.limits, metrics: metrics, logger: logger
-            )
-        } catch {
-            await network.stop()
-            throw error
-        }
-        let metricsEndpoint: MetricsEndpoint?
+        services.add(started: network)
+        let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
+        services.add(started: try await SocketServer(
+            endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
+            limits: options.limits, metrics: metrics, logger: logger
+        ))
         if let metrics, let address = options.configuration.metricsListen {
-            do {
-                metricsEndpoint = try await MetricsEndpoint.start(on: address, logger: logger) {
-                    metrics.render(resynchronisations: network.resynchronisations, watchedHosts: hosts.watchedCount)
-                }
-            } catch {
-                await server.shutdown()
-                await network.stop()
-                throw error
-            }
-        } else {
-            metricsEndpoint = nil
+            services.add(started: try await MetricsEndpoint.start(on: address, logger: logger) {
+                metrics.render(resynchronisations: network.resynchronisations, watchedHosts: hosts.watchedCount)
+            })
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
-        let bus = startBus(options.bus, hub: hub, hosts: hosts, logger: logger)
-        Systemd.ready(status: hub.current?.verdict.systemdStatus ?? "starting")
-        let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
-        let services = ServiceGroup(configuration: .init(
-            services: [
-                .init(service: network.watcherService),
-                .init(service: SocketServerService(server: server)),
-            ],
-            logger: logger
-        ))
-        ShutdownSignals.onSignal { signal in
-            logger.info("signal \(signal): shutting down")
-            Systemd.stopping()
-            Task { await services.triggerGracefulShutdown() }
+        if let bus = startBus(options.bus, hub: hub, hosts: hosts, logger: logger) {
+            services.add(started: bus)
         }
-        try await services.run()
-        watchdog?.cancel()
-        await metricsEndpoint?.stop()
-        bus?.stop()
-        prober?.stop()
-        await network.stop()
-        logger.info("stopped")
+        if let check = options.configuration.connectivityCheck {
+            let prober = ConnectivityProber(
+                check: check, hub: hub, resolver: network.resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger
+            )
+            services.add(ConnectivityProberService(prober: prober, hub: hub))
+        }
+        services.add(SystemdService(logger: logger) { hub.current?.verdict.systemdStatus ?? "starting" })
     }
 
     /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.

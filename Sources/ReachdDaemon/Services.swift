@@ -1,27 +1,10 @@
-import Logging
-import ReachdNetlink
-import ServiceLifecycle
+import ReachdServiceKit
 
-/// Keeps the netlink watcher feeding the hub until shutdown.
-public struct WatcherService: Service {
-    let watcher: NetlinkWatcher
+// The daemon's parts that start before its service group runs, stopped by it (`DaemonServices`).
 
-    public init(watcher: NetlinkWatcher) { self.watcher = watcher }
+extension BusService: StartedComponent {}
 
-    public func run() async throws {
-        try? await gracefulShutdown()
-        watcher.stop()
-    }
-}
-
-/// Serves the Unix socket until shutdown, then removes it.
-public struct SocketServerService: Service {
-    let server: SocketServer
-
-    public init(server: SocketServer) { self.server = server }
-
-    public func run() async throws {
-        try? await gracefulShutdown()
-        await server.shutdown()
-    }
+extension SocketServer: StartedComponent {
+    /// Stops serving and removes the socket file (`shutdown`).
+    package func stop() async { await shutdown() }
 }

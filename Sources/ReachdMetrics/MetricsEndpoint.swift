@@ -8,7 +8,7 @@ import ReachdServiceKit
 /// Serves `GET /metrics` in Prometheus's text exposition format over HTTP/1.1, on a TCP address or a Unix
 /// socket. Each scrape calls `render` (on a task: it may ask actors) and answers with what it returns. Idle
 /// connections cannot keep a scraper out (`ScrapeConnections`); with none open, it arms no timer.
-public final class MetricsEndpoint: Sendable {
+public final class MetricsEndpoint: StartedComponent {
     private let channel: any Channel
 
     /// Binds `address` and starts serving; a socket path must be free (the daemons prepare it first).

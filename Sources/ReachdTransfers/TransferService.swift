@@ -1,7 +1,5 @@
 import Logging
-import NIOPosix
 import ReachdConfig
-import ReachdDaemon
 import ReachdMetrics
 import ReachdModel
 import ReachdMonitor
@@ -57,31 +55,33 @@ public struct TransferServiceOptions: Sendable {
 /// with the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
 public enum TransferService {
     public static func run(options: TransferServiceOptions, logger: Logger) async throws {
-        let started = StartedParts()
+        var services = DaemonServices(logger: logger)
         do {
-            try await serve(options, logger: logger, started: started)
+            try await start(options, logger: logger, into: &services)
         } catch {
             // A part that cannot start (a socket path that cannot be bound, a busy metrics port) stops the ones
             // before it: the error is reported as one line, never as a crash of threads left running.
-            await started.stopAll()
+            await services.shutDown()
             throw error
         }
-        await started.stopAll()
+        try await services.run(until: ShutdownSignals.received())
         logger.info("stopped")
     }
 
-    /// Starts every part (each registers how it stops) and returns at SIGTERM or SIGINT.
-    private static func serve(_ options: TransferServiceOptions, logger: Logger, started: StartedParts) async throws {
+    /// The start-up steps in order, each part added to `services` once started: the job store, the verdicts,
+    /// the scheduler loaded, the socket bound, the metrics endpoint listening, the D-Bus name taken; then the
+    /// scheduler's verdict intake and systemd's readiness, which start when the group runs.
+    private static func start(_ options: TransferServiceOptions, logger: Logger, into services: inout DaemonServices) async throws {
         try makeDirectory(options.stateDirectory, mode: 0o700)
         let store = try JobStore(directory: options.stateDirectory)
         let files = UserFiles(guarded: [options.stateDirectory, options.cacheDirectory])
-        started.add { await files.shutdown() }
+        services.add(started: files)
         // The system instance uses only the configured netrc; a user's own instance also that user's ~/.netrc.
         let netrc = options.access.isSystem ? options.configuration.netrcPath : options.configuration.netrcPath ?? CredentialSource.ownNetrc
         let fetcher = Fetcher(caFile: options.configuration.caFile, readTimeout: options.configuration.readTimeoutSeconds, logger: logger)
-        started.add { await fetcher.shutdown() }
+        services.add(started: fetcher)
         let (hosts, network, reachd) = try await verdicts(options, logger: logger)
-        started.add { await reachd?.stop() }
+        if let reachd { services.add(started: reachd) }
         var settings = TransferScheduler.Settings()
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
@@ -92,16 +92,13 @@ public enum TransferService {
         let metrics = options.configuration.transfersMetricsListen.map { _ in TransferMetrics() }
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, metrics: metrics,
                                           logger: logger)
-        let (verdicts, verdictSink) = AsyncStream.makeStream(of: [StampedVerdict].self)
-        hosts.setObserver { verdictSink.yield($0) }
-        let verdictIntake = Task { await scheduler.run(verdicts: verdicts) }
-        started.add {
-            verdictSink.finish()
-            await verdictIntake.value
+        let intake = VerdictIntakeService { await scheduler.run(verdicts: $0) }
+        hosts.setObserver { intake.take($0) }
+        if let network {
+            try network.start()
+            services.add(started: network)
         }
-        try network?.start()
-        started.add { await network?.stop() }
-        started.add { await scheduler.stopAll() }
+        services.add(started: scheduler)
         try await scheduler.load()
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
@@ -115,26 +112,17 @@ public enum TransferService {
                                          entriesPerUser: options.configuration.cacheMaximumEntriesPerUser),
             threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
         )
-        let server = try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger)
-        started.add { await server.shutdown() }
+        services.add(started: try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger))
         if let metrics, let address = options.configuration.transfersMetricsListen {
-            let metricsEndpoint = try await MetricsEndpoint.start(on: address, logger: logger) {
+            services.add(started: try await MetricsEndpoint.start(on: address, logger: logger) {
                 metrics.render(jobStates: await scheduler.stateCounts())
-            }
-            started.add { await metricsEndpoint.stop() }
+            })
         }
-        let bus = await startBus(options.bus, scheduler: scheduler, access: options.access, logger: logger)
-        started.add { await bus?.stop() }
-        Systemd.ready(status: "serving transfers")
-        let watchdog = Systemd.startWatchdog(on: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
-        started.add { watchdog?.cancel() }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            ShutdownSignals.onSignal { signal in
-                logger.info("signal \(signal): shutting down")
-                Systemd.stopping()
-                done.resume()
-            }
+        if let bus = await startBus(options.bus, scheduler: scheduler, access: options.access, logger: logger) {
+            services.add(started: bus)
         }
+        services.add(intake)
+        services.add(SystemdService(logger: logger) { "serving transfers" })
     }
 
     /// Where per-host verdicts come from (`TransferServiceOptions.verdicts`): reachd's socket, or a netlink watcher of
@@ -189,18 +177,5 @@ public enum TransferService {
             let prefix = "/" + components.joined(separator: "/")
             if mkdir(prefix, mode) != 0 && errno != EEXIST { throw FileError("cannot create the directory \(prefix)") }
         }
-    }
-}
-
-/// The parts of the service that have started, each with how it stops: stopped last first, at shutdown or when
-/// a later part cannot start.
-private final class StartedParts: @unchecked Sendable {
-    private var stops: [@Sendable () async -> Void] = []
-
-    /// Only `serve` adds, before it returns; `stopAll` runs after it.
-    func add(_ stop: @escaping @Sendable () async -> Void) { stops.append(stop) }
-
-    func stopAll() async {
-        while let stop = stops.popLast() { await stop() }
     }
 }

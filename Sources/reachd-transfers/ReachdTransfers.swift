@@ -1,7 +1,6 @@
 import ArgumentParser
 import Logging
 import ReachdConfig
-import ReachdDaemon
 import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit

@@ -3,9 +3,9 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdConfig
-import ReachdDaemon
 import ReachdMonitor
 import ReachdProtocol
+import ReachdDaemon
 import ReachdServiceKit
 #if canImport(Glibc)
 import Glibc

@@ -17,13 +17,16 @@ public enum ShutdownSignals {
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
-    /// What the first signal does once the daemon runs (it triggers a graceful shutdown).
-    public static func onSignal(_ body: @escaping @Sendable (Int32) -> Void) {
-        handler.withLock { $0 = body }
+    /// The signals from now on (a graceful shutdown of the daemon's service group, see `DaemonServices`). Until
+    /// this is called, a signal ends the process (status 128+signal); after the first, a second one does.
+    package static func received() -> AsyncStream<Int32> {
+        let (signals, sink) = AsyncStream.makeStream(of: Int32.self)
+        handler.withLock { $0 = { sink.yield($0) } }
+        return signals
     }
 
-    /// Waits for signals on the calling thread, forever. The first one goes to the `onSignal` handler, or
-    /// ends the process (status 128+signal) while none is set; a second one ends it at once.
+    /// Waits for signals on the calling thread, forever. The first one goes to the stream `received()` returned,
+    /// or ends the process (status 128+signal) while there is none; a second one ends it at once.
     public static func waitForever() -> Never {
         var set = signalSet()
         var signal: Int32 = 0
