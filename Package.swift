@@ -79,7 +79,7 @@ let package = Package(
         .target(
             name: "ReachdServiceKit",
             dependencies: [
-                "ReachdConfig", "CSystemd",
+                "ReachdModel", "ReachdConfig", "CSystemd",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -98,11 +98,11 @@ public final class ReachdConnection {
     /// The next raw line; nil on timeout.
     public func nextLine(timeout: Double? = nil) throws(ClientError) -> [UInt8]? {
         if !heldEvents.isEmpty { return heldEvents.removeFirst() }
-        let deadline = timeout.map { Self.monotonicSeconds() + $0 }
+        let deadline = timeout.map { MonotonicClock.seconds() + $0 }
         while lines.isEmpty {
             var wait: Int32 = -1
             if let deadline {
-                let left = deadline - Self.monotonicSeconds()
+                let left = deadline - MonotonicClock.seconds()
                 if left <= 0 { return nil }
                 wait = Int32(min(left * 1000, Double(Int32.max)).rounded(.up))
             }
@@ -156,12 +156,5 @@ public final class ReachdConnection {
     public func verdict(for request: Request, timeout: Double? = nil) throws(ClientError) -> StampedVerdict {
         guard let first = try verdicts(for: request, timeout: timeout).first else { throw .malformedReply("a reply without a verdict") }
         return first
-    }
-
-    /// Seconds on `CLOCK_MONOTONIC`, for deadlines.
-    public static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

@@ -75,7 +75,13 @@ public enum Daemon {
             })
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
-        if let bus = startBus(options.bus, hub: hub, hosts: hosts, logger: logger) {
+        let bus = await options.bus.serve(BusService.name, logger: logger) {
+            let service = try BusService(bus: options.bus, hub: hub, hosts: hosts, logger: logger)
+            _ = hub.addObserver { service.verdictChanged($0.verdict) }
+            try service.start()
+            return service
+        }
+        if let bus {
             services.add(started: bus)
         }
         if let check = options.configuration.connectivityCheck {
@@ -85,21 +91,6 @@ public enum Daemon {
             services.add(ConnectivityProberService(prober: prober, hub: hub))
         }
         services.add(SystemdService(logger: logger) { hub.current?.verdict.systemdStatus ?? "starting" })
-    }
-
-    /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
-    private static func startBus(_ which: Bus, hub: VerdictHub, hosts: HostMonitor, logger: Logger) -> BusService? {
-        guard which != .none else { return nil }
-        do {
-            let service = try BusService(bus: which, hub: hub, hosts: hosts, logger: logger)
-            _ = hub.addObserver { service.verdictChanged($0.verdict) }
-            try service.start()
-            logger.info("D-Bus: \(BusService.name) on the \(which.rawValue) bus")
-            return service
-        } catch {
-            logger.warning("D-Bus: the \(which.rawValue) bus cannot be used (\(error)); continuing without it")
-            return nil
-        }
     }
 
     /// Many subscribers need many descriptors: take the hard limit.

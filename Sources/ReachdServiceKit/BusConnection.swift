@@ -1,4 +1,5 @@
 import CSystemd
+import ReachdModel
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -116,7 +116,7 @@ actor TransferScheduler: FetchObserver {
 
     /// The clock for an event; only an attempt's end draws a jitter (for its retry delay).
     func moment(drawingJitter: Bool = false) -> JobMoment {
-        JobMoment(now: .now(), monotonic: Self.monotonicSeconds(), jitter: drawingJitter ? Double.random(in: 0...1) : 0)
+        JobMoment(now: .now(), monotonic: MonotonicClock.seconds(), jitter: drawingJitter ? Double.random(in: 0...1) : 0)
     }
 
     /// Feeds `event` to the job's machine; its actions, to be carried out (none when the job is gone).
@@ -243,12 +243,6 @@ actor TransferScheduler: FetchObserver {
         for watcher in watchers.values where watcher.owner.mayControl(job) && (watcher.job == nil || watcher.job == job.id) {
             watcher.send(job)
         }
-    }
-
-    static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// Stops every transfer (their partial files stay for the next start).

@@ -118,7 +118,12 @@ public enum TransferService {
                 metrics.render(jobStates: await scheduler.stateCounts())
             })
         }
-        if let bus = await startBus(options.bus, scheduler: scheduler, access: options.access, logger: logger) {
+        let bus = await options.bus.serve(TransferBusService.name, logger: logger) {
+            let service = try TransferBusService(bus: options.bus, scheduler: scheduler, access: options.access, logger: logger)
+            try await service.start()
+            return service
+        }
+        if let bus {
             services.add(started: bus)
         }
         services.add(intake)
@@ -153,20 +158,6 @@ public enum TransferService {
             client.keepTrying()
         }
         return (client, nil, client)
-    }
-
-    /// The D-Bus service, or nil (with a warning) when that bus is not there: the socket still serves.
-    private static func startBus(_ which: Bus, scheduler: TransferScheduler, access: InstanceAccess, logger: Logger) async -> TransferBusService? {
-        guard which != .none else { return nil }
-        do {
-            let service = try TransferBusService(bus: which, scheduler: scheduler, access: access, logger: logger)
-            try await service.start()
-            logger.info("D-Bus: \(TransferBusService.name) on the \(which.rawValue) bus")
-            return service
-        } catch {
-            logger.warning("D-Bus: the \(which.rawValue) bus cannot be used (\(error)); continuing without it")
-            return nil
-        }
     }
 
     /// A directory and its parents (the job table's 0700; the offline cache's 0700, or 0711 for the system instance).

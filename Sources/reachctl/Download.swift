@@ -239,12 +239,12 @@ extension Reachctl.Download {
             let client = transfers.connect()
             let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
             guard var job = jobs.first else { fail("no job \(id)") }
-            let deadline = timeout.map { ReachdConnection.monotonicSeconds() + $0 }
+            let deadline = timeout.map { MonotonicClock.seconds() + $0 }
             var progress = ProgressDisplay(terminal: isatty(1) == 1 && !json)
             while true {
                 if json { printLine(job.json) } else { progress.show(job) }
                 if job.state.isTerminal { break }
-                let left = deadline.map { $0 - ReachdConnection.monotonicSeconds() }
+                let left = deadline.map { $0 - MonotonicClock.seconds() }
                 if let left, left <= 0 { break }
                 guard let next = transferCall({ () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
                 job = next
@@ -273,7 +273,7 @@ struct ProgressDisplay {
     init(terminal: Bool) { self.terminal = terminal }
 
     mutating func show(_ job: Job) {
-        let now = ReachdConnection.monotonicSeconds()
+        let now = MonotonicClock.seconds()
         if let sample = rateSample, now - sample.seconds >= 0.5 {
             let instant = Double(job.bytesReceived - sample.bytes) / (now - sample.seconds)
             rate = rate == 0 ? instant : 0.7 * rate + 0.3 * instant

@@ -135,11 +135,11 @@ extension Reachctl {
 
         func run() throws {
             let client = try connection.connect()
-            let deadline = timeout.map { ReachdConnection.monotonicSeconds() + $0 }
+            let deadline = timeout.map { MonotonicClock.seconds() + $0 }
             do {
                 var verdict = try client.verdict(for: Request(op: .subscribe, hosts: host.map { [$0] } ?? []), timeout: max(timeout ?? 30, 1))
                 while !satisfies(verdict.verdict) {
-                    let left = deadline.map { $0 - ReachdConnection.monotonicSeconds() }
+                    let left = deadline.map { $0 - MonotonicClock.seconds() }
                     if let left, left <= 0 { timedOut(verdict) }
                     guard let next = try client.nextReply(timeout: left) else { timedOut(verdict) }
                     guard case .event(let changed) = next else { continue }

@@ -45,11 +45,11 @@ struct Bench: ParsableCommand {
         var samples: [Double] = []
         var wrong = 0
         for _ in 0..<(flaps * 2) {
-            let start = ReachdConnection.monotonicSeconds()
+            let start = MonotonicClock.seconds()
             try link.set(up: !expectUp)
             expectUp.toggle()
             let verdict = try nextEvent(watcher)
-            samples.append(ReachdConnection.monotonicSeconds() - start)
+            samples.append(MonotonicClock.seconds() - start)
             if (verdict.verdict.status == .wired) != expectUp { wrong += 1 }
         }
         samples.sort()
@@ -74,11 +74,11 @@ struct Bench: ParsableCommand {
         usleep(300_000)
         var rounds: [Double] = []
         for _ in 0..<fanoutRounds {
-            let start = ReachdConnection.monotonicSeconds()
+            let start = MonotonicClock.seconds()
             try link.set(up: !expectUp)
             expectUp.toggle()
             try awaitLine(on: clients)
-            rounds.append(ReachdConnection.monotonicSeconds() - start)
+            rounds.append(MonotonicClock.seconds() - start)
             _ = try nextEvent(watcher)
         }
         rounds.sort()
@@ -97,16 +97,16 @@ struct Bench: ParsableCommand {
     private func benchHosts(_ socketPath: String) throws {
         let names = (1...hosts).map { "h\($0).bench" }
         let client = try ReachdConnection(path: socketPath)
-        let start = ReachdConnection.monotonicSeconds()
+        let start = MonotonicClock.seconds()
         let initial = try client.verdicts(for: Request(op: .subscribe, hosts: names), timeout: 120)
-        let subscribeTime = ReachdConnection.monotonicSeconds() - start
+        let subscribeTime = MonotonicClock.seconds() - start
         guard initial.count == hosts, initial.allSatisfy({ $0.verdict.status == .wired }) else {
             throw BenchError("expected \(hosts) hosts via eth0, got \(initial.filter { $0.verdict.status == .wired }.count)")
         }
         var rounds: [Double] = []
         for round in 0..<4 {
             let via = round % 2 == 0 ? "203.0.113.1" : "192.0.2.1"
-            let change = ReachdConnection.monotonicSeconds()
+            let change = MonotonicClock.seconds()
             try run("/usr/sbin/ip", ["route", "replace", "198.18.0.0/15", "via", via])
             // Count event lines without decoding them: the figure is the daemon's, not this client's JSON parsing.
             var changed = 0
@@ -115,16 +115,16 @@ struct Bench: ParsableCommand {
                 guard let line = try client.nextLine(timeout: 30) else { throw BenchError("host events missing") }
                 if line.firstRange(of: marker) != nil { changed += 1 }
             }
-            rounds.append(ReachdConnection.monotonicSeconds() - change)
+            rounds.append(MonotonicClock.seconds() - change)
         }
         rounds.sort()
         if let metrics {
             var scrapes: [Double] = []
             var size = 0
             for _ in 0..<50 {
-                let begin = ReachdConnection.monotonicSeconds()
+                let begin = MonotonicClock.seconds()
                 size = try scrape(metrics)
-                scrapes.append(ReachdConnection.monotonicSeconds() - begin)
+                scrapes.append(MonotonicClock.seconds() - begin)
             }
             scrapes.sort()
             print("metrics: GET /metrics with \(hosts) hosts watched (50 scrapes, \(size) bytes): median \(ms(percentile(scrapes, 0.5))) ms, max \(ms(scrapes.last ?? 0)) ms")
@@ -134,9 +134,9 @@ struct Bench: ParsableCommand {
         if let reachctl {
             var times: [Double] = []
             for i in 0..<20 {
-                let begin = ReachdConnection.monotonicSeconds()
+                let begin = MonotonicClock.seconds()
                 try run(reachctl, ["status", "--host", names[i % names.count], "--socket", socketPath], okStatuses: [0, 1])
-                times.append(ReachdConnection.monotonicSeconds() - begin)
+                times.append(MonotonicClock.seconds() - begin)
             }
             times.sort()
             print("reachctl status --host (/etc/hosts name, 20 runs): median \(ms(percentile(times, 0.5))) ms, max \(ms(times.last ?? 0)) ms")
@@ -204,9 +204,9 @@ struct Bench: ParsableCommand {
     private func awaitLine(on fds: [Int32]) throws {
         var pending = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = ReachdConnection.monotonicSeconds() + 30
+        let deadline = MonotonicClock.seconds() + 30
         while !pending.isEmpty {
-            guard ReachdConnection.monotonicSeconds() < deadline else { throw BenchError("\(pending.count) subscribers got no event within 30 s") }
+            guard MonotonicClock.seconds() < deadline else { throw BenchError("\(pending.count) subscribers got no event within 30 s") }
             let ready = poll(&pending, nfds_t(pending.count), 1000)
             guard ready > 0 else { continue }
             var still: [pollfd] = []

@@ -186,10 +186,10 @@ final class NetLab {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    /// The status of the last internet verdict a daemon logged (`… status=wwan [ReachdDaemon] verdict`): what
+    /// The status of the last internet verdict a daemon logged (`… status=wwan [ReachdMonitor] verdict`): what
     /// reachd or reachd-transfers has taken in of the network so far; nil before the first.
     static func lastLoggedVerdict(in log: String) -> String? {
-        guard let line = log.split(separator: "\n").last(where: { $0.hasSuffix("[ReachdDaemon] verdict") }),
+        guard let line = log.split(separator: "\n").last(where: { $0.hasSuffix("[ReachdMonitor] verdict") }),
               let status = line.split(separator: " ").first(where: { $0.hasPrefix("status=") })
         else { return nil }
         return String(status.dropFirst("status=".count))

@@ -3,15 +3,15 @@ import Glibc
 #endif
 
 /// `CLOCK_MONOTONIC`, for deadlines and timeouts that must not jump with the wall clock.
-package enum MonotonicClock {
+public enum MonotonicClock {
     /// Seconds since an arbitrary start.
-    package static func seconds() -> Double {
+    public static func seconds() -> Double {
         let now = timespec.monotonic()
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// Microseconds since the same start (sd-bus's timeouts are on this clock, in µs).
-    package static func microseconds() -> UInt64 {
+    public static func microseconds() -> UInt64 {
         let now = timespec.monotonic()
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
     }
