@@ -30,6 +30,8 @@ public enum JobEvent: Sendable {
     case movedIntoPlace(JobFailure?)
     /// The size of the file in place (after a 304).
     case outputMeasured(Int64)
+    /// The partial file asked to be removed is gone.
+    case partialRemoved
     /// The server's answer to a size probe (nil: it did not say).
     case sizeProbed(Int64?)
 }

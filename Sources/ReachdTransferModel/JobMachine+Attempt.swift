@@ -85,8 +85,8 @@ extension JobMachine {
                     next.reason = reason
                 case .cancel: break
                 }
-            } else {
-                apply(outcome, partialSize: partialSize, to: &next)
+            } else if apply(outcome, partialSize: partialSize, to: &next) {
+                return concludeAfterRemovingPartial(next)
             }
         }
         conclude(next, notModified: false)
@@ -104,7 +104,7 @@ extension JobMachine {
         case .success(let actual):
             next.state = .failed
             next.reason = "failed: SHA-256 mismatch: expected \(expected), got \(actual); the download was discarded"
-            actions.append(.removePartial)
+            return concludeAfterRemovingPartial(next)
         case .failure(let failure):
             next.state = .failed
             next.reason = "failed: \(failure.description)"
@@ -118,7 +118,7 @@ extension JobMachine {
         if let failure {
             next.state = .failed
             next.reason = "failed: \(failure.description)"
-            actions.append(.removePartial)
+            return concludeAfterRemovingPartial(next)
         } else {
             next.current = next.validators
             markChecked(&next)
@@ -137,6 +137,17 @@ extension JobMachine {
         markChecked(&next)
         actions.append(.log("job \(id): not modified since \(next.current.lastModified ?? next.current.etag ?? "the last check")", metadata: [:]))
         conclude(next, notModified: true)
+    }
+
+    /// A failed attempt whose partial file goes first: the attempt keeps its slot until `partialRemoved`.
+    private mutating func concludeAfterRemovingPartial(_ ended: Job) {
+        attempt?.finishing = .removal(ending: ended)
+        actions.append(.removePartial)
+    }
+
+    mutating func partialRemoved() {
+        guard case .removal(let ended) = attempt?.finishing else { return }
+        conclude(ended, notModified: false)
     }
 
     /// The attempt is over: a failed refresh keeps the file in place and plans the next check; the slot is freed,
@@ -169,8 +180,9 @@ extension JobMachine {
         job.nextCheck = job.refreshSeconds.map { Timestamp(microseconds: now.microseconds + $0 * 1_000_000) }
     }
 
-    /// An attempt that ended without reaching its end and without a stop asked for.
-    private mutating func apply(_ outcome: FetchOutcome, partialSize: Int64, to job: inout Job) {
+    /// An attempt that ended without reaching its end and without a stop asked for; true when the job failed
+    /// and its partial file is to be removed.
+    private mutating func apply(_ outcome: FetchOutcome, partialSize: Int64, to job: inout Job) -> Bool {
         // An upload starts again from its first byte.
         job.bytesReceived = job.kind == .download ? partialSize : 0
         if attempt?.progressed == true { job.attempts = 0 }
@@ -207,7 +219,8 @@ extension JobMachine {
         case .failed(let reason):
             job.state = .failed
             job.reason = reason
-            if job.kind == .download { actions.append(.removePartial) }
+            return job.kind == .download
         }
+        return false
     }
 }

@@ -19,6 +19,9 @@ public struct JobMachine: Sendable {
         case move
         /// The size of the file in place, after a 304.
         case output
+        /// The partial file of a failed download being removed; the failure is stored after, so the job can
+        /// neither start again nor show as finished while its old file is still being removed.
+        case removal(ending: Job)
     }
 
     /// The running transfer's bookkeeping; nil when no transfer task runs.
@@ -97,6 +100,7 @@ public struct JobMachine: Sendable {
         case .digestComputed(let digest): digestComputed(digest)
         case .movedIntoPlace(let failure): movedIntoPlace(failure)
         case .outputMeasured(let size): outputMeasured(size)
+        case .partialRemoved: partialRemoved()
         case .sizeProbed(let size): sizeProbed(size)
         }
         return actions

@@ -8,7 +8,10 @@ import Glibc
 extension TransferScheduler {
     /// The transfer task of a started job.
     func attempt(_ id: String) async {
-        guard let job = machines[id]?.job else { return }
+        guard let job = machines[id]?.job else {
+            running[id] = nil
+            return
+        }
         let outcome = job.kind == .upload ? await sendUpload(job) : await download(job)
         let partialSize = job.kind == .download ? await files.partialSize(of: job) : 0
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)

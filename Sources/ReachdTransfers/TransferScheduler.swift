@@ -56,6 +56,8 @@ actor TransferScheduler: FetchObserver {
     var nextWatcher = 0
     var nextSequence: Int64 = 1
     var wakeTimer: Task<Void, Never>?
+    /// Set by `stopAll`: from then on no transfer starts and no timer is armed.
+    var stopping = false
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, settings: Settings, metrics: TransferMetrics? = nil,
          logger: Logger) {
@@ -142,7 +144,9 @@ actor TransferScheduler: FetchObserver {
         for action in actions {
             guard let job = machines[id]?.job else { running[id] = nil; return }
             switch action {
-            case .removePartial: await files.removePartial(of: job)
+            case .removePartial:
+                await files.removePartial(of: job)
+                await feedAwaiting(.partialRemoved, to: id)
             case .verifyDigest:
                 let digest: Result<String, JobFailure>
                 do {
@@ -205,6 +209,7 @@ actor TransferScheduler: FetchObserver {
     /// Re-decides every job against its route and the clock, then starts queued ones in order up to the limit
     /// and arms the timer for the next retry or refresh check.
     func reschedule() {
+        guard !stopping else { return }
         for id in Array(machines.keys) {
             guard let job = machines[id]?.job else { continue }
             feed(.reevaluate(route(of: job)), to: id)
@@ -247,6 +252,7 @@ actor TransferScheduler: FetchObserver {
 
     /// Stops every transfer (their partial files stay for the next start).
     func stopAll() async {
+        stopping = true
         wakeTimer?.cancel()
         let tasks = Array(running.values)
         for id in Array(running.keys) { feed(.shutdown, to: id) }

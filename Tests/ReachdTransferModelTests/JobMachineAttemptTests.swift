@@ -129,12 +129,20 @@ final class JobMachineAttemptTests: XCTestCase {
         }
     }
 
+    /// The partial file goes first; until it is gone the attempt holds the job's slot and the job shows running,
+    /// so a resume or refresh meanwhile cannot start it again over the file being removed.
     func testAFailedDownloadDropsItsPartialFile() {
         var machine = F.running()
-        let actions = machine.handle(.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0), at: F.at(2))
-        XCTAssertEqual(actions.effects, [.removePartial, .attemptOver, .unwatchHost, .reschedule])
+        XCTAssertEqual(machine.handle(.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0), at: F.at(2)), [.removePartial])
+        XCTAssertEqual(machine.job.state, .running)
+        XCTAssertEqual(machine.handle(.start, at: F.at(2)), [], "started again while its partial file is being removed")
+        XCTAssertNotNil(machine.attempt)
+        let actions = machine.handle(.partialRemoved, at: F.at(3))
+        XCTAssertEqual(actions.effects, [.attemptOver, .unwatchHost, .reschedule])
         XCTAssertEqual(machine.job.state, .failed)
         XCTAssertEqual(machine.job.reason, "failed: 404")
+        XCTAssertNil(machine.attempt)
+        XCTAssertEqual(machine.handle(.partialRemoved, at: F.at(4)), [], "a removal outside an attempt concludes nothing")
     }
 
     /// A 200 from byte 0 and a 206 resuming at 200 both end in the file moved into place.
@@ -162,13 +170,15 @@ final class JobMachineAttemptTests: XCTestCase {
         let table: [(Result<String, JobFailure>, JobState, String?, [JobAction])] = [
             (.success("ab"), .running, nil, [.moveIntoPlace]),
             (.success("cd"), .failed, "failed: SHA-256 mismatch: expected ab, got cd; the download was discarded",
-             [.removePartial, .attemptOver, .unwatchHost, .reschedule]),
+             [.attemptOver, .unwatchHost, .reschedule]),
             (.failure(JobFailure("unreadable")), .failed, "failed: unreadable", [.attemptOver, .unwatchHost, .reschedule]),
         ]
         for (digest, state, reason, effects) in table {
             var machine = F.running(F.job(sha256: expected))
             XCTAssertEqual(machine.handle(.attemptEnded(.complete(total: 10), partialSize: 10), at: F.at(2)), [.verifyDigest])
-            XCTAssertEqual(machine.handle(.digestComputed(digest), at: F.at(3)).effects, effects)
+            var actions = machine.handle(.digestComputed(digest), at: F.at(3))
+            if actions == [.removePartial] { actions = machine.handle(.partialRemoved, at: F.at(3)) }
+            XCTAssertEqual(actions.effects, effects)
             XCTAssertEqual(machine.job.state, state)
             XCTAssertEqual(machine.job.reason, reason)
         }
@@ -177,8 +187,9 @@ final class JobMachineAttemptTests: XCTestCase {
     func testAFailedMoveDropsThePartialFile() {
         var machine = F.running()
         _ = machine.handle(.attemptEnded(.complete(total: 10), partialSize: 10), at: F.at(2))
-        let actions = machine.handle(.movedIntoPlace(JobFailure("EACCES")), at: F.at(3))
-        XCTAssertEqual(actions.effects, [.removePartial, .attemptOver, .unwatchHost, .reschedule])
+        XCTAssertEqual(machine.handle(.movedIntoPlace(JobFailure("EACCES")), at: F.at(3)), [.removePartial])
+        let actions = machine.handle(.partialRemoved, at: F.at(3))
+        XCTAssertEqual(actions.effects, [.attemptOver, .unwatchHost, .reschedule])
         XCTAssertEqual(machine.job.reason, "failed: EACCES")
     }
 
@@ -199,8 +210,8 @@ final class JobMachineAttemptTests: XCTestCase {
              [.countRefresh(.notModified), .attemptOver, .reschedule], nil, F.at(80).now),
             ([.attemptEnded(.complete(total: 800), partialSize: 800), .movedIntoPlace(nil)],
              [.countRefresh(.changed), .attemptOver, .reschedule], nil, F.at(80).now),
-            ([.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0)],
-             [.removePartial, .countRefresh(.failed), .attemptOver, .reschedule],
+            ([.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0), .partialRemoved],
+             [.countRefresh(.failed), .attemptOver, .reschedule],
              "refresh failed (failed: 404); the file in place is kept", F.at(80).now),
         ]
         for (events, effects, reason, lastChecked) in table {
@@ -257,6 +268,7 @@ final class JobMachineAttemptTests: XCTestCase {
         _ = machine.handle(.progressed(bytes: 500), at: F.at(2))
         XCTAssertEqual(machine.attempt?.progressed, true)
         _ = machine.handle(.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0), at: F.at(3))
+        _ = machine.handle(.partialRemoved, at: F.at(3))
         XCTAssertNil(machine.attempt)
         XCTAssertTrue(machine.isFinished)
 

@@ -25,6 +25,48 @@ private final class UnreachableHosts: HostVerdicts {
     func unwatch(_ hosts: [String]) {}
 }
 
+/// Every host is reachable over a wired link (unmetered): jobs start at once.
+private final class ReachableHosts: HostVerdicts {
+    func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {}
+
+    func verdict(for host: String) async -> StampedVerdict {
+        let wired = FamilyVerdict(reachable: true, status: .wired, flags: [.reachable], interface: "eth0")
+        let verdict = Verdict(target: host, reachable: true, status: .wired, metered: false, meteredReason: nil, interface: "eth0",
+                              flags: [.reachable], reason: nil, family: .ipv4, ipv4: wired, ipv6: .unreachable(.noAddress, ""))
+        return StampedVerdict(verdict: verdict, sequence: 1, timestamp: Timestamp(microseconds: 0))
+    }
+
+    func watch(_ hosts: [String]) async -> [StampedVerdict] {
+        var verdicts: [StampedVerdict] = []
+        for host in hosts { verdicts.append(await verdict(for: host)) }
+        return verdicts
+    }
+
+    func unwatch(_ hosts: [String]) {}
+}
+
+/// A TCP port on 127.0.0.1 whose connections the kernel accepts and nobody answers: a transfer there runs until stopped.
+private final class SilentServer {
+    let port: UInt16
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(fd) }
+}
+
 /// The scheduler actor carrying out its job machines' actions: the store, the partial files, watchers.
 final class TransferSchedulerTests: XCTestCase {
     private var directory = ""
@@ -40,12 +82,13 @@ final class TransferSchedulerTests: XCTestCase {
     }
 
     /// Runs `body` with a loaded scheduler over the test's store, then stops it and its file and HTTP threads.
-    private func withScheduler(_ body: (TransferScheduler, JobStore) async throws -> Void) async throws {
+    private func withScheduler(hosts: any HostVerdicts = UnreachableHosts(), settings: TransferScheduler.Settings = .init(),
+                               _ body: (TransferScheduler, JobStore) async throws -> Void) async throws {
         let store = try JobStore(directory: directory + "/state")
         let files = UserFiles(guarded: [directory + "/state"])
         let fetcher = Fetcher(caFile: nil, readTimeout: 5, logger: Logger(label: "test"))
-        let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: UnreachableHosts(),
-                                          settings: TransferScheduler.Settings(), logger: Logger(label: "test"))
+        let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts,
+                                          settings: settings, logger: Logger(label: "test"))
         do {
             try await scheduler.load()
             try await body(scheduler, store)
@@ -125,6 +168,25 @@ final class TransferSchedulerTests: XCTestCase {
             XCTAssertEqual(loaded.validators.etag, "\"v1\"")
             let next = try await scheduler.add(DownloadSpec(url: "http://a.test/h.bin", output: directory + "/h.bin"), owner: owner)
             XCTAssertEqual(next.sequence, 8, "new jobs queue after the stored ones")
+        }
+    }
+
+    /// Stopping the service stops what runs and starts nothing new: the queued job does not take the slot the
+    /// stopped one frees, and no transfer is left running after `stopAll`.
+    func testStoppingStartsNothingNew() async throws {
+        let server = try SilentServer()
+        var settings = TransferScheduler.Settings()
+        settings.concurrency = 1
+        try await withScheduler(hosts: ReachableHosts(), settings: settings) { scheduler, _ in
+            let first = try await scheduler.add(DownloadSpec(url: "http://127.0.0.1:\(server.port)/a", output: directory + "/a"), owner: owner)
+            let second = try await scheduler.add(DownloadSpec(url: "http://127.0.0.1:\(server.port)/b", output: directory + "/b"), owner: owner)
+            let running = try await self.first(scheduler) { $0.id == first.id && $0.state == .running }
+            XCTAssertNotNil(running, "the first job starts")
+            await scheduler.stopAll()
+            let left = await scheduler.running.keys.sorted()
+            XCTAssertEqual(left, [], "a transfer started during the shutdown")
+            let queued = try await scheduler.show(second.id, owner: owner)
+            XCTAssertNotEqual(queued.state, .running)
         }
     }
 }
