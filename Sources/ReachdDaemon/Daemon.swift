@@ -41,15 +41,7 @@ public enum Daemon {
     /// Runs until SIGTERM or SIGINT, which `ShutdownSignals` takes on the main thread (see `reachd`'s main).
     public static func run(options: DaemonOptions, logger: Logger) async throws {
         raiseFileLimit(logger: logger)
-        var services = DaemonServices(logger: logger)
-        do {
-            try await start(options, logger: logger, into: &services)
-        } catch {
-            await services.shutDown()
-            throw error
-        }
-        try await services.run(until: ShutdownSignals.received())
-        logger.info("stopped")
+        try await DaemonServices.run(logger: logger) { services in try await start(options, logger: logger, into: &services) }
     }
 
     /// The start-up steps in order, each part added to `services` once started: the network judged (the first

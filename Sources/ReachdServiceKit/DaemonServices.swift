@@ -13,6 +13,21 @@ package struct DaemonServices: Sendable {
 
     package init(logger: Logger) { self.logger = logger }
 
+    /// Runs a daemon: `start` takes the strict start-up steps, adding each part once started; a step that fails
+    /// stops the parts added before it (a clear error at start, no thread left running) and its error is rethrown.
+    /// Then the parts run until the first SIGTERM or SIGINT (`ShutdownSignals`).
+    package static func run(logger: Logger, start: (inout DaemonServices) async throws -> Void) async throws {
+        var services = DaemonServices(logger: logger)
+        do {
+            try await start(&services)
+        } catch {
+            await services.shutDown()
+            throw error
+        }
+        try await services.run(until: ShutdownSignals.received())
+        logger.info("stopped")
+    }
+
     /// Adds `service` after the ones added so far: it is shut down before them.
     package mutating func add(_ service: any Service) { services.append(service) }
 

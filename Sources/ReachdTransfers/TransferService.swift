@@ -55,17 +55,9 @@ public struct TransferServiceOptions: Sendable {
 /// with the same configuration), the job store, the scheduler and the socket, until SIGTERM/SIGINT.
 public enum TransferService {
     public static func run(options: TransferServiceOptions, logger: Logger) async throws {
-        var services = DaemonServices(logger: logger)
-        do {
-            try await start(options, logger: logger, into: &services)
-        } catch {
-            // A part that cannot start (a socket path that cannot be bound, a busy metrics port) stops the ones
-            // before it: the error is reported as one line, never as a crash of threads left running.
-            await services.shutDown()
-            throw error
-        }
-        try await services.run(until: ShutdownSignals.received())
-        logger.info("stopped")
+        // A part that cannot start (a socket path that cannot be bound, a busy metrics port) stops the ones
+        // before it: the error is reported as one line, never as a crash of threads left running.
+        try await DaemonServices.run(logger: logger) { services in try await start(options, logger: logger, into: &services) }
     }
 
     /// The start-up steps in order, each part added to `services` once started: the job store, the verdicts,

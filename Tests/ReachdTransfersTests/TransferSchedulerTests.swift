@@ -6,33 +6,22 @@ import ReachdProtocol
 import ReachdTransferModel
 import XCTest
 
-/// Every host is unreachable: jobs wait, nothing goes to the network.
-private final class UnreachableHosts: HostVerdicts {
-    func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {}
+/// Every host has the same verdict: unreachable (jobs wait, nothing goes to the network) or reachable over a wired,
+/// unmetered link (jobs start at once).
+private final class FixedHosts: HostVerdicts {
+    private let reachable: Bool
 
-    func verdict(for host: String) async -> StampedVerdict {
-        let verdict = Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
-                              flags: [], reason: nil, family: .ipv4, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, ""))
-        return StampedVerdict(verdict: verdict, sequence: 1, timestamp: Timestamp(microseconds: 0))
-    }
+    init(reachable: Bool) { self.reachable = reachable }
 
-    func watch(_ hosts: [String]) async -> [StampedVerdict] {
-        var verdicts: [StampedVerdict] = []
-        for host in hosts { verdicts.append(await verdict(for: host)) }
-        return verdicts
-    }
-
-    func unwatch(_ hosts: [String]) {}
-}
-
-/// Every host is reachable over a wired link (unmetered): jobs start at once.
-private final class ReachableHosts: HostVerdicts {
     func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {}
 
     func verdict(for host: String) async -> StampedVerdict {
         let wired = FamilyVerdict(reachable: true, status: .wired, flags: [.reachable], interface: "eth0")
-        let verdict = Verdict(target: host, reachable: true, status: .wired, metered: false, meteredReason: nil, interface: "eth0",
-                              flags: [.reachable], reason: nil, family: .ipv4, ipv4: wired, ipv6: .unreachable(.noAddress, ""))
+        let verdict = reachable
+            ? Verdict(target: host, reachable: true, status: .wired, metered: false, meteredReason: nil, interface: "eth0",
+                      flags: [.reachable], reason: nil, family: .ipv4, ipv4: wired, ipv6: .unreachable(.noAddress, ""))
+            : Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
+                      flags: [], reason: nil, family: .ipv4, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, ""))
         return StampedVerdict(verdict: verdict, sequence: 1, timestamp: Timestamp(microseconds: 0))
     }
 
@@ -82,7 +71,7 @@ final class TransferSchedulerTests: XCTestCase {
     }
 
     /// Runs `body` with a loaded scheduler over the test's store, then stops it and its file and HTTP threads.
-    private func withScheduler(hosts: any HostVerdicts = UnreachableHosts(), settings: TransferScheduler.Settings = .init(),
+    private func withScheduler(hosts: any HostVerdicts = FixedHosts(reachable: false), settings: TransferScheduler.Settings = .init(),
                                _ body: (TransferScheduler, JobStore) async throws -> Void) async throws {
         let store = try JobStore(directory: directory + "/state")
         let files = UserFiles(guarded: [directory + "/state"])
@@ -177,7 +166,7 @@ final class TransferSchedulerTests: XCTestCase {
         let server = try SilentServer()
         var settings = TransferScheduler.Settings()
         settings.concurrency = 1
-        try await withScheduler(hosts: ReachableHosts(), settings: settings) { scheduler, _ in
+        try await withScheduler(hosts: FixedHosts(reachable: true), settings: settings) { scheduler, _ in
             let first = try await scheduler.add(DownloadSpec(url: "http://127.0.0.1:\(server.port)/a", output: directory + "/a"), owner: owner)
             let second = try await scheduler.add(DownloadSpec(url: "http://127.0.0.1:\(server.port)/b", output: directory + "/b"), owner: owner)
             let running = try await self.first(scheduler) { $0.id == first.id && $0.state == .running }
