@@ -210,9 +210,11 @@ actor TransferScheduler: FetchObserver {
     /// and arms the timer for the next retry or refresh check.
     func reschedule() {
         guard !stopping else { return }
+        // One moment for the whole pass; finished jobs have nothing to decide.
+        let now = moment()
         for id in Array(machines.keys) {
-            guard let job = machines[id]?.job else { continue }
-            feed(.reevaluate(route(of: job)), to: id)
+            guard let machine = machines[id], !machine.isFinished else { continue }
+            for action in machines[id]?.handle(.reevaluate(route(of: machine.job)), at: now) ?? [] { carryOut(action, for: id) }
         }
         for id in JobQueue.toStart(machines.values.lazy.map(\.job), running: running.count, limit: settings.concurrency) {
             feed(.start, to: id)
