@@ -103,6 +103,7 @@ public struct JobMachine: Sendable {
         case .partialRemoved: partialRemoved()
         case .sizeProbed(let size): sizeProbed(size)
         }
+        defer { actions = [] }
         return actions
     }
 
