@@ -61,6 +61,13 @@ extension JobMachine {
 
     private mutating func refuse(_ why: String) { actions = [.refuse(why)] }
 
+    /// Whether `reevaluate` at `now` can change anything: a refresh check that is due, a job that waits or runs.
+    /// (A paused job, and a finished one, stay as they are.)
+    public func reevaluates(at now: Timestamp) -> Bool {
+        if job.state == .completed, let due = job.nextCheck { return due <= now }
+        return !job.state.isTerminal && job.state != .paused
+    }
+
     /// Re-decides the job: a due refresh check is queued; a waiting job is queued or deferred by the gate
     /// (asking the size when the route is metered and it is unknown); a running one whose route no longer
     /// allows it is stopped.

@@ -210,17 +210,13 @@ actor TransferScheduler: FetchObserver {
     /// and arms the timer for the next retry or refresh check.
     func reschedule() {
         guard !stopping else { return }
-        // One moment for the whole pass; finished jobs have nothing to decide. The machines are changed in place
-        // (a copy of each would cost more than its decision), their actions carried out after the pass.
+        // One moment for the whole pass, and a route only for the jobs it can change (most jobs of a large queue
+        // are completed ones kept fresh, whose check is not due).
         let now = moment()
-        var decided: [(id: String, actions: [JobAction])] = []
-        for index in machines.indices where !machines.values[index].isFinished {
-            let route = route(of: machines.values[index].job)
-            let actions = machines.values[index].handle(.reevaluate(route), at: now)
-            if !actions.isEmpty { decided.append((machines.keys[index], actions)) }
-        }
-        for (id, actions) in decided {
-            for action in actions { carryOut(action, for: id) }
+        var routes: [(id: String, route: JobRoute)] = []
+        for (id, machine) in machines where machine.reevaluates(at: now.now) { routes.append((id, route(of: machine.job))) }
+        for (id, route) in routes {
+            for action in machines[id]?.handle(.reevaluate(route), at: now) ?? [] { carryOut(action, for: id) }
         }
         for id in JobQueue.toStart(machines.values.lazy.map(\.job), running: running.count, limit: settings.concurrency) {
             feed(.start, to: id)

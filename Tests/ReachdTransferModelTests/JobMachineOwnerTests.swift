@@ -166,4 +166,34 @@ final class JobMachineOwnerTests: XCTestCase {
             XCTAssertNil(machine.attempt)
         }
     }
+
+    /// `reevaluates(at:)` lets the scheduler skip a job only when a re-decision would change nothing: for every
+    /// kind of job it says no to, reevaluating on any route yields no action and leaves the job as it is.
+    func testAJobReevaluatesSaysNoToIsLeftAsItIs() {
+        var pausedWhileRunning = F.running()
+        _ = pausedWhileRunning.handle(.pause, at: F.at(2))
+        var cancelled = F.machine(F.job())
+        _ = cancelled.handle(.cancel, at: F.at(2))
+        let machines: [(String, JobMachine, Bool)] = [
+            ("queued", F.machine(F.job(.queued)), true),
+            ("deferred", F.machine(F.job(.deferred)), true),
+            ("running", F.running(), true),
+            ("paused", F.machine(F.job(.paused)), false),
+            ("paused while running", pausedWhileRunning, false),
+            ("failed", F.machine(F.job(.failed)), false),
+            ("cancelled", cancelled, false),
+            ("completed, kept fresh, check not due", F.completedRefreshing(), false),
+            ("completed, not kept fresh", F.machine(F.job(.completed)), false),
+        ]
+        for (name, machine, expected) in machines {
+            XCTAssertEqual(machine.reevaluates(at: F.at(20).now), expected, name)
+            guard !expected else { continue }
+            for route in [F.unmetered, F.metered, F.unknown] {
+                var left = machine
+                XCTAssertEqual(left.handle(.reevaluate(route), at: F.at(20)), [], "\(name) on \(route)")
+                XCTAssertEqual(left.job, machine.job, name)
+            }
+        }
+        XCTAssertTrue(F.completedRefreshing().reevaluates(at: F.at(70).now), "a due refresh check")
+    }
 }
