@@ -25,7 +25,8 @@ extension HostMonitor: HostVerdicts {}
 /// Per-host verdicts from reachd, as a client of its socket. Watched hosts are subscribed incrementally, in
 /// batches of at most 1,024, over as few connections as reachd's 4,096 subscriptions per connection allow
 /// (`HostSubscriptions` decides). Verdicts are restamped with this client's own sequence, so that a restarted
-/// reachd's numbering never looks old, and kept for watched hosts only. While reachd cannot be reached, every
+/// reachd's numbering never looks old, and kept for the hosts watched or still subscribed (reachd has no
+/// unsubscribe and keeps sending a subscribed host's changes, so a host watched again finds its verdict). While reachd cannot be reached, every
 /// watched host is unreachable with the reason "no verdict: reachd is not running" (jobs wait rather than run
 /// on a route nobody judged), and reachd is tried again 0.1 s after a drop, backing off to 5 s; a host reachd
 /// refuses is unreachable with reachd's answer as the reason, and asked for again 5 s later.
@@ -42,6 +43,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         var channels: [Int: any Channel] = [:]
         /// Connections this client closes itself: their end is no sign of reachd going away.
         var retired: Set<Int> = []
+        /// The verdicts of the hosts watched or subscribed: never more than the watched ones plus the slots.
         var latest: [String: StampedVerdict] = [:]
         var pending: [Int64: (connection: Int, continuation: CheckedContinuation<Answer, Never>)] = [:]
         var nextID: Int64 = 0
@@ -95,24 +97,25 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
     /// Counts the watch and queues new hosts for subscribing; returns the verdicts known now (the others
     /// follow through the observer).
     func watch(_ hosts: [String]) async -> [StampedVerdict] {
-        let (known, asked) = state.withLock { state -> ([StampedVerdict], [String]) in
-            // A host watched again while still subscribed (reachd has no unsubscribe) is not subscribed anew, and its
-            // verdict went with its last watch: asked for once, its changes come as events again.
-            let again = hosts.filter { state.latest[$0] == nil && !state.plan.isWatched($0) && state.plan.isSubscribed($0) }
+        let known = state.withLock { state in
             state.plan.watch(hosts.filter(Request.isValidHost))
-            return (hosts.compactMap { host in state.latest[host] ?? placeholder(for: host, in: &state) }, again)
+            return hosts.compactMap { host in state.latest[host] ?? placeholder(for: host, in: &state) }
         }
         work()
-        var verdicts = known
-        for host in asked { verdicts.append(await verdict(for: host)) }
-        return verdicts
+        return known
     }
 
     func unwatch(_ hosts: [String]) {
         state.withLock { state in
-            for host in state.plan.unwatch(hosts) { state.latest[host] = nil }
+            _ = state.plan.unwatch(hosts)
+            Self.forgetUnsubscribed(&state)
         }
         work()
+    }
+
+    /// Drops the verdicts of hosts neither watched nor subscribed any more (unwatched, or their connection is gone).
+    private static func forgetUnsubscribed(_ state: inout State) {
+        state.latest = state.latest.filter { state.plan.isWatched($0.key) || state.plan.isSubscribed($0.key) }
     }
 
     /// The watched host's verdict, else reachd's answer to a `status` request (kept nowhere).
@@ -206,6 +209,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
                 return step
             }) {
                 await perform(step)
+                state.withLock { Self.forgetUnsubscribed(&$0) }
             }
         }
     }
@@ -301,12 +305,14 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         state.withLock { $0.pending.removeValue(forKey: number) }?.continuation.resume(returning: answer)
     }
 
-    /// Restamps; records and hands to the observer those of watched hosts; returns them all.
+    /// Restamps; records those of watched and subscribed hosts, hands the watched ones to the observer; returns them all.
     private func publish(_ verdicts: [StampedVerdict]) -> [StampedVerdict] {
         let (stamped, watched, observer) = state.withLock { state in
             let stamped = verdicts.map { Self.stamp($0.verdict, at: $0.timestamp, in: &state) }
+            for verdict in stamped where state.plan.isWatched(verdict.verdict.target) || state.plan.isSubscribed(verdict.verdict.target) {
+                state.latest[verdict.verdict.target] = verdict
+            }
             let watched = stamped.filter { state.plan.isWatched($0.verdict.target) }
-            for verdict in watched { state.latest[verdict.verdict.target] = verdict }
             return (stamped, watched, state.observer)
         }
         if !watched.isEmpty { observer?(watched) }
@@ -329,6 +335,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
             let waiting = state.pending.values.map(\.continuation)
             state.pending = [:]
             state.plan.reset()
+            Self.forgetUnsubscribed(&state)
             let watched = state.plan.watchedHosts.map { Self.stamp(Self.noVerdict(for: $0, path: path), in: &state) }
             for verdict in watched { state.latest[verdict.verdict.target] = verdict }
             return (waiting, others, watched, state.observer)
