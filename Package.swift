@@ -220,7 +220,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "Reachability"]
+            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "ReachdTransferModel", "Reachability"]
         ),
     ]
 )

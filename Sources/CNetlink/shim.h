@@ -6,6 +6,8 @@
 #include <netlink/netlink.h>
 #include <netlink/cache.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
+#include <netlink/socket.h>
 #include <netlink/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/addr.h>
@@ -15,5 +17,6 @@
 #include <linux/if_arp.h>
 #include <linux/rtnetlink.h>
 #include <linux/netconf.h>
+#include <linux/filter.h>
 
 #endif

@@ -45,7 +45,7 @@ public struct InternetVerdict: Sendable {
 
     /// The verdict for one family's default route.
     public func familyVerdict(_ family: IPAddress.Family, in snapshot: NetworkSnapshot) -> FamilyVerdict {
-        let defaults = snapshot.routes
+        let defaults = snapshot.defaultRoutes
             .enumerated()
             .filter { $0.element.family == family && $0.element.table == Route.mainTable && $0.element.isDefault }
             .sorted { ($0.element.metric, $0.offset) < ($1.element.metric, $1.offset) }

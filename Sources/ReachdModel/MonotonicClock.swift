@@ -10,6 +10,12 @@ public enum MonotonicClock {
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
+    /// Nanoseconds since the same start.
+    public static func nanoseconds() -> UInt64 {
+        let now = timespec.monotonic()
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
     /// Microseconds since the same start (sd-bus's timeouts are on this clock, in µs).
     public static func microseconds() -> UInt64 {
         let now = timespec.monotonic()

@@ -205,20 +205,25 @@ public struct LinkdownPolicy: Hashable, Sendable {
 public struct NetworkSnapshot: Hashable, Sendable {
     public var links: [Int32: LinkInfo]
     public var addresses: [InterfaceAddress]
-    public var routes: [Route]
+    /// The default routes (prefix length 0) of every table: all the internet verdict needs. Hosts ask the
+    /// kernel for their route, so no other route is kept (a full Internet table has a million).
+    public var defaultRoutes: [Route]
     public var linkdownPolicy: LinkdownPolicy
     /// Changes whenever the policy rules (`ip rule`) change; the kernel's route lookups read them.
     public var ruleGeneration: UInt64 = 0
+    /// Changes when any route changed since (coalesced, see `ChangeCoalescer`); the kernel's route lookups
+    /// for hosts may answer differently.
+    public var routeGeneration: UInt64 = 0
     /// NetworkManager's `Metered` of the device carrying each interface (by name), when NetworkManager runs.
     public var managerMetered: [String: ManagerMetered] = [:]
 
     public init(
-        links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], routes: [Route] = [],
+        links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], defaultRoutes: [Route] = [],
         linkdownPolicy: LinkdownPolicy = LinkdownPolicy()
     ) {
         self.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
         self.addresses = addresses
-        self.routes = routes
+        self.defaultRoutes = defaultRoutes
         self.linkdownPolicy = linkdownPolicy
     }
 

@@ -7,42 +7,53 @@ import Synchronization
 import Glibc
 #endif
 
-/// Watches links, addresses, routes and netconf through libnl's cache manager and reports settled snapshots.
+/// Watches links, addresses, rules and netconf through libnl's cache manager, the default routes through a
+/// `DefaultRouteTable`, and the fact that any other route changed through a `RouteChangeBell`, and reports
+/// settled snapshots. No route but the default ones is kept: hosts ask the kernel (`RouteLookup`).
 ///
 /// All libnl state belongs to one thread of the watcher's own (a `PollThread`), which sleeps in `poll(2)` on
-/// the cache manager's socket and a wake-up pipe: no timers, no periodic wake-ups, nothing from libdispatch (whose
-/// worker pool would add a 1 Hz monitor timer). After the socket has been drained the snapshot is rebuilt
-/// from the caches that changed, and the handler is called once if it differs from the last one: a burst
-/// of kernel messages yields one snapshot. A receive error (e.g. ENOBUFS after a socket overflow) replaces
-/// the cache manager, which dumps everything afresh.
+/// the sockets and a wake-up pipe: no periodic wake-ups, nothing from libdispatch (whose worker pool would
+/// add a 1 Hz monitor timer). After the sockets have been drained the snapshot is rebuilt from the caches
+/// that changed, and the handler is called once if it differs from the last one: a burst of kernel messages
+/// yields one snapshot. Other routes' changes bump `routeGeneration` at most once per
+/// `routeChangeInterval` (`ChangeCoalescer`). A receive error (e.g. ENOBUFS after a socket overflow) replaces
+/// the cache manager, or the default route table, which then dump afresh.
 public final class NetlinkWatcher: @unchecked Sendable {
-    private enum CacheKind: String, CaseIterable {
+    enum CacheKind: String, CaseIterable {
         case link = "route/link"
         case address = "route/addr"
-        case route = "route/route"
         case netconf = "route/netconf"
         case rule = "route/rule"
     }
+
+    /// The shortest time between two reports of other routes' changes (`routeGeneration`): the longest a
+    /// watched host's re-judging waits during a burst of route changes. A lone change is reported at once.
+    public static let routeChangeInterval: Duration = .milliseconds(100)
 
     /// How long to wait before retrying when the cache manager cannot be reopened.
     private static let reopenRetryMilliseconds: Int32 = 100
 
     /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
     private let receiveBufferSize: Int
-    private let sysfs: SysfsReader
-    private let logger: Logger
+    let sysfs: SysfsReader
+    let logger: Logger
 
     // Touched by `start` and `stop` on the caller's thread, by the watcher thread in between.
     private var manager: OpaquePointer?
     private var eventSocket: OpaquePointer?
-    private var caches: [CacheKind: OpaquePointer] = [:]
+    var caches: [CacheKind: OpaquePointer] = [:]
     private var syncSocket: OpaquePointer?
-    private var dirty: Set<CacheKind> = []
-    private var current = NetworkSnapshot()
-    private var sysfsFacts: [Int32: (name: String, facts: SysfsFacts)] = [:]
-    private var handler: (@Sendable (NetworkSnapshot) -> Void)?
+    var routes: DefaultRouteTable?
+    private var bell: RouteChangeBell?
+    private var coalescer = ChangeCoalescer(intervalNanoseconds: 100_000_000)
+    // Read and written by the snapshot rebuild (NetlinkWatcher+Snapshot.swift).
+    var dirty: Set<CacheKind> = []
+    var routesDirty = false
+    var current = NetworkSnapshot()
+    var sysfsFacts: [Int32: (name: String, facts: SysfsFacts)] = [:]
+    var handler: (@Sendable (NetworkSnapshot) -> Void)?
     /// Resynchronisations so far (socket overflows, failed dumps), for the log and the metrics.
-    private let resynchronisations = Atomic<Int>(0)
+    let resynchronisations = Atomic<Int>(0)
 
     /// How often the caches were thrown away and dumped again.
     public var resynchronisationCount: Int { resynchronisations.load(ordering: .relaxed) }
@@ -70,8 +81,11 @@ public final class NetlinkWatcher: @unchecked Sendable {
         } catch {
             throw NetlinkError(call: error.call, code: NLE_FAILURE)
         }
+        bell = try RouteChangeBell()
         try openManager()
+        try openRoutes()
         dirty = Set(CacheKind.allCases)
+        routesDirty = true
         rebuild()
         self.handler = handler
         handler(current)
@@ -90,29 +104,53 @@ public final class NetlinkWatcher: @unchecked Sendable {
         self.thread = nil
         handler = nil
         closeManager()
+        routes = nil
+        bell = nil
         if let syncSocket {
             nl_socket_free(syncSocket)
             self.syncSocket = nil
         }
     }
 
-    /// What the watcher thread sleeps on: the cache manager's socket, or (without a manager) a timeout to reopen it.
+    /// What the watcher thread sleeps on: the manager's and the route table's sockets (or, while either is
+    /// missing, a timeout to reopen it), and the bell's unless its coalescer is gathering (then its deadline).
     private func descriptors() -> (fds: [pollfd], timeout: Int32) {
-        guard let manager else { return ([], Self.reopenRetryMilliseconds) }
-        return ([pollfd(fd: nl_cache_mngr_get_fd(manager), events: Int16(POLLIN), revents: 0)], -1)
+        var fds: [pollfd] = []
+        var timeout: Int32 = -1
+        if let manager { fds.append(Self.readable(nl_cache_mngr_get_fd(manager))) }
+        if let routes { fds.append(Self.readable(routes.fileDescriptor)) }
+        if manager == nil || routes == nil { timeout = Self.reopenRetryMilliseconds }
+        if let bell {
+            if let wait = coalescer.millisecondsToDeadline(from: MonotonicClock.nanoseconds()) {
+                timeout = timeout < 0 ? wait : min(timeout, wait)
+            } else {
+                fds.append(Self.readable(bell.fileDescriptor))
+            }
+        }
+        return (fds, timeout)
     }
 
-    /// The watcher thread woke up: the kernel has something to say, or it is time to reopen the cache manager.
+    private static func readable(_ fd: Int32) -> pollfd { pollfd(fd: fd, events: Int16(POLLIN), revents: 0) }
+
+    /// The watcher thread woke up: a socket is readable, or a reopen or the coalescer's deadline is due.
     private func ready(_ outcome: PollThread.Outcome) {
         switch outcome {
         case .failed(let code):
             logger.error("netlink: poll failed: errno \(code)")
         case .ready(let entries):
-            if manager == nil {
-                reopen()
-            } else if let socket = entries.first, socket.revents != 0 {
-                socketReadable()
+            let readable = Set(entries.filter { $0.revents != 0 }.map(\.fd))
+            if let manager {
+                if readable.contains(nl_cache_mngr_get_fd(manager)) { receiveManagerEvents() }
+            } else {
+                reopenManager()
             }
+            if let routes {
+                if readable.contains(routes.fileDescriptor) { receiveRouteEvents(routes) }
+            } else {
+                reopenRoutes()
+            }
+            if let bell { listen(to: bell, readable: readable.contains(bell.fileDescriptor)) }
+            publishIfChanged()
         }
     }
 
@@ -129,7 +167,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
             nl_socket_free(socket)
             throw NetlinkError(call: "nl_cache_mngr_alloc", code: rc)
         }
-        enlargeReceiveBuffer(fd: nl_cache_mngr_get_fd(mngr))
+        NetlinkSocketOptions.enlargeReceiveBuffer(fd: nl_cache_mngr_get_fd(mngr), to: receiveBufferSize)
         var opened: [CacheKind: OpaquePointer] = [:]
         for kind in CacheKind.allCases {
             var cache: OpaquePointer?
@@ -142,19 +180,31 @@ public final class NetlinkWatcher: @unchecked Sendable {
             opened[kind] = cache
         }
         if syncSocket == nil {
-            guard let sync = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
-            rc = nl_connect(sync, NETLINK_ROUTE)
-            guard rc == 0 else {
-                nl_socket_free(sync)
+            do {
+                syncSocket = try Self.openDumpSocket()
+            } catch {
                 nl_cache_mngr_free(mngr)
                 nl_socket_free(socket)
-                throw NetlinkError(call: "nl_connect", code: rc)
+                throw error
             }
-            syncSocket = sync
         }
         manager = mngr
         eventSocket = socket
         caches = opened
+    }
+
+    /// A blocking socket for dumps: no ACKs, one large read at a time.
+    private static func openDumpSocket() throws(NetlinkError) -> OpaquePointer {
+        guard let socket = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
+        let rc = nl_connect(socket, NETLINK_ROUTE)
+        guard rc == 0 else {
+            nl_socket_free(socket)
+            throw NetlinkError(call: "nl_connect", code: rc)
+        }
+        nl_socket_disable_auto_ack(socket)
+        nl_socket_disable_msg_peek(socket)
+        _ = nl_socket_set_msg_buf_size(socket, 64 << 10)
+        return socket
     }
 
     private func closeManager() {
@@ -166,27 +216,18 @@ public final class NetlinkWatcher: @unchecked Sendable {
         caches = [:]
     }
 
-    private func enlargeReceiveBuffer(fd: Int32) {
-        var size = Int32(clamping: receiveBufferSize)
-        let length = socklen_t(MemoryLayout<Int32>.size)
-        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
-            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)
-        }
-    }
-
     /// Called by libnl (on the watcher thread, inside `nl_cache_mngr_data_ready`) for every message received.
     fileprivate func noteMessage(type: UInt16) {
         switch Int32(type) {
         case Int32(RTM_NEWLINK), Int32(RTM_DELLINK): dirty.insert(.link)
         case Int32(RTM_NEWADDR), Int32(RTM_DELADDR): dirty.insert(.address)
-        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE): dirty.insert(.route)
         case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF): dirty.insert(.netconf)
         case Int32(RTM_NEWRULE), Int32(RTM_DELRULE): dirty.insert(.rule)
         default: break
         }
     }
 
-    private func socketReadable() {
+    private func receiveManagerEvents() {
         guard let manager else { return }
         var rounds = 0
         repeat {
@@ -198,7 +239,6 @@ public final class NetlinkWatcher: @unchecked Sendable {
             rounds += 1
         } while rounds < 64 && socketHasPendingData(nl_cache_mngr_get_fd(manager))
         logger.trace("netlink batch", metadata: ["rounds": "\(rounds)", "dirty": "\(dirty.map(\.rawValue).sorted())"])
-        publishIfChanged()
     }
 
     private func socketHasPendingData(_ fd: Int32) -> Bool {
@@ -206,16 +246,16 @@ public final class NetlinkWatcher: @unchecked Sendable {
         return poll(&entry, 1, 0) > 0 && entry.revents & Int16(POLLIN) != 0
     }
 
-    /// Throws the caches away and dumps everything again; the view is never left stale.
+    /// Throws the caches away and dumps them again; the view is never left stale.
     private func resynchronise(after error: NetlinkError) {
         let count = resynchronisations.add(1, ordering: .relaxed).newValue
-        logger.warning("netlink: \(error); resynchronising all caches", metadata: ["resync": "\(count)"])
+        logger.warning("netlink: \(error); resynchronising links, addresses, rules and netconf", metadata: ["resync": "\(count)"])
         closeManager()
-        reopen()
+        reopenManager()
     }
 
-    /// Opens a fresh cache manager and publishes what it dumped; on failure `run` calls again shortly.
-    private func reopen() {
+    /// Opens a fresh cache manager; on failure the watcher thread calls again shortly.
+    private func reopenManager() {
         do {
             try openManager()
         } catch {
@@ -223,75 +263,62 @@ public final class NetlinkWatcher: @unchecked Sendable {
             return
         }
         dirty = Set(CacheKind.allCases)
-        publishIfChanged()
     }
 
-    // MARK: - Snapshot
+    // MARK: - Routes
 
-    private func publishIfChanged() {
-        let before = current
-        rebuild()
-        if current != before { handler?(current) }
+    /// Subscribes a fresh default route table and fills it from a dump.
+    private func openRoutes() throws {
+        guard let syncSocket else { throw NetlinkError(call: "route dump", code: NLE_BAD_SOCK) }
+        let table = try DefaultRouteTable(receiveBufferSize: receiveBufferSize)
+        try table.refill(using: syncSocket)
+        routes = table
+        routesDirty = true
     }
 
-    private func rebuild() {
-        guard !dirty.isEmpty else { return }
-        if dirty.contains(.link), let cache = caches[.link] {
-            let links = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.link).map(withSysfsFacts)
-            let before = current.links
-            current.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
-            sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
-            if adminStateChanged(from: before, to: current.links) { refillRoutes() }
+    private func receiveRouteEvents(_ table: DefaultRouteTable) {
+        do {
+            if try table.receiveEvents() { routesDirty = true }
+        } catch {
+            dropRoutes(after: error)
         }
-        if dirty.contains(.address), let cache = caches[.address] {
-            current.addresses = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.interfaceAddress)
-        }
-        if dirty.contains(.route), let cache = caches[.route] {
-            current.routes = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.route)
-        }
-        if dirty.contains(.netconf), let cache = caches[.netconf] {
-            var policy = current.linkdownPolicy
-            for object in LibnlObjects.objects(of: cache) {
-                guard let (family, index, ignore) = LibnlObjects.linkdownSetting(object) else { continue }
-                policy.ignore[family, default: [:]][index] = ignore
-            }
-            current.linkdownPolicy = policy
-        }
-        if dirty.contains(.rule) {
-            current.ruleGeneration &+= 1
-        }
-        dirty = []
     }
 
-    private func withSysfsFacts(_ link: LinkInfo) -> LinkInfo {
-        var link = link
-        if let known = sysfsFacts[link.index], known.name == link.name {
-            link.sysfs = known.facts
-        } else {
-            link.sysfs = sysfs.facts(for: link.name)
-            sysfsFacts[link.index] = (link.name, link.sysfs)
-        }
-        return link
+    /// Forgets the default route table after an overflow or a failed dump; the watcher thread opens a fresh
+    /// one at once (and retries shortly if that fails). The last default routes stay in the snapshot meanwhile.
+    func dropRoutes(after error: NetlinkError) {
+        let count = resynchronisations.add(1, ordering: .relaxed).newValue
+        logger.warning("netlink: \(error); resynchronising the default routes", metadata: ["resync": "\(count)"])
+        routes = nil
+        reopenRoutes()
     }
 
-    /// IPv4 routes through a device that goes down are flushed without a netlink message, so a change of
-    /// the links or of their administrative state means the route cache must be dumped again.
-    private func adminStateChanged(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) -> Bool {
-        guard Set(old.keys) == Set(new.keys) else { return true }
-        return new.contains { index, link in old[index]?.flags.contains(.up) != link.flags.contains(.up) }
+    private func reopenRoutes() {
+        do {
+            try openRoutes()
+        } catch {
+            logger.error("netlink: cannot read the default routes: \(error); retrying")
+        }
     }
 
-    private func refillRoutes() {
-        guard let syncSocket, let cache = caches[.route] else { return }
-        let rc = nl_cache_refill(syncSocket, cache)
-        if rc < 0 {
-            // A failed dump leaves the route cache unknown: start over with a fresh manager.
-            resynchronisations.add(1, ordering: .relaxed)
-            logger.warning("netlink: \(NetlinkError(call: "nl_cache_refill(route/route)", code: rc)); resynchronising")
-            closeManager()
-            return
+    /// Dumps the default routes again (see `adminStateChanged`).
+    func refillRoutes() {
+        guard let routes, let syncSocket else { return }
+        do {
+            try routes.refill(using: syncSocket)
+            routesDirty = true
+        } catch {
+            dropRoutes(after: error)
         }
-        dirty.insert(.route)
+    }
+
+    /// The bell rang while listening, or the coalescer's deadline passed: bumps `routeGeneration` when the
+    /// coalescer says the changes are due.
+    private func listen(to bell: RouteChangeBell, readable: Bool) {
+        let now = MonotonicClock.nanoseconds()
+        let due = coalescer.deadline.map { now >= $0 } ?? false
+        guard readable || due else { return }
+        if coalescer.observed(changes: bell.drain(), at: now) { current.routeGeneration &+= 1 }
     }
 }
 

@@ -11,7 +11,7 @@ final class ClientHandlerTests: XCTestCase {
     private let wired = NetworkSnapshot(
         links: [LinkInfo(index: 2, name: "eth0", flags: [.up, .running, .lowerUp], carrier: true)],
         addresses: [InterfaceAddress(interfaceIndex: 2, address: IPAddress("192.0.2.2")!, prefixLength: 24)],
-        routes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("192.0.2.1"))])]
+        defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("192.0.2.1"))])]
     )
 
     private func makeClient(hub: VerdictHub, loop: EmbeddedEventLoop, registry: SubscriberRegistry) throws -> EmbeddedChannel {

@@ -14,7 +14,7 @@ final class DaemonMetricsTests: XCTestCase {
             links: links,
             addresses: [InterfaceAddress(interfaceIndex: 2, address: IPAddress("192.0.2.2")!, prefixLength: 24),
                         InterfaceAddress(interfaceIndex: 3, address: IPAddress("198.51.100.2")!, prefixLength: 24)],
-            routes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: eth0Carrier ? 2 : 3, gateway: IPAddress(eth0Carrier ? "192.0.2.1" : "198.51.100.1"))])]
+            defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: eth0Carrier ? 2 : 3, gateway: IPAddress(eth0Carrier ? "192.0.2.1" : "198.51.100.1"))])]
         )
     }
 

@@ -7,7 +7,7 @@ final class TrackerAndTimestampTests: XCTestCase {
         let down = engine.verdict(for: NetworkSnapshot())
         let up = engine.verdict(for: NetworkSnapshot(
             links: [Fixture.link(2, "eth0")], addresses: [Fixture.v4(2, "192.0.2.2")],
-            routes: [Fixture.defaultRoute(via: "192.0.2.1", dev: 2)]))
+            defaultRoutes: [Fixture.defaultRoute(via: "192.0.2.1", dev: 2)]))
         var tracker = VerdictTracker()
         XCTAssertEqual(tracker.record(down, at: Timestamp(microseconds: 1))?.sequence, 1)
         XCTAssertNil(tracker.record(down, at: Timestamp(microseconds: 2)))
@@ -40,7 +40,7 @@ final class TrackerAndTimestampTests: XCTestCase {
     func testSummary() {
         let wwan = InternetVerdict().verdict(for: NetworkSnapshot(
             links: [Fixture.link(4, "wwan0")], addresses: [Fixture.v4(4, "203.0.113.2")],
-            routes: [Fixture.defaultRoute(via: "203.0.113.1", dev: 4)]))
+            defaultRoutes: [Fixture.defaultRoute(via: "203.0.113.1", dev: 4)]))
         XCTAssertEqual(wwan.summary, "reachable via WWAN (wwan0), metered (interface kind wwan)")
         XCTAssertEqual(InternetVerdict().verdict(for: NetworkSnapshot()).summary, "not reachable: no IPv4 default route")
     }

@@ -1,0 +1,58 @@
+import CNetlink
+import ReachdModel
+
+/// Rebuilding the snapshot from the caches that changed.
+extension NetlinkWatcher {
+    func publishIfChanged() {
+        let before = current
+        rebuild()
+        if current != before { handler?(current) }
+    }
+
+    func rebuild() {
+        if dirty.contains(.link), let cache = caches[.link] {
+            let links = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.link).map(withSysfsFacts)
+            let before = current.links
+            current.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
+            sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
+            if adminStateChanged(from: before, to: current.links) { refillRoutes() }
+        }
+        if dirty.contains(.address), let cache = caches[.address] {
+            current.addresses = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.interfaceAddress)
+        }
+        if routesDirty, let routes {
+            current.defaultRoutes = LibnlObjects.objects(of: routes.cache).compactMap(LibnlObjects.route)
+            routesDirty = false
+        }
+        if dirty.contains(.netconf), let cache = caches[.netconf] {
+            var policy = current.linkdownPolicy
+            for object in LibnlObjects.objects(of: cache) {
+                guard let (family, index, ignore) = LibnlObjects.linkdownSetting(object) else { continue }
+                policy.ignore[family, default: [:]][index] = ignore
+            }
+            current.linkdownPolicy = policy
+        }
+        if dirty.contains(.rule) {
+            current.ruleGeneration &+= 1
+        }
+        dirty = []
+    }
+
+    private func withSysfsFacts(_ link: LinkInfo) -> LinkInfo {
+        var link = link
+        if let known = sysfsFacts[link.index], known.name == link.name {
+            link.sysfs = known.facts
+        } else {
+            link.sysfs = sysfs.facts(for: link.name)
+            sysfsFacts[link.index] = (link.name, link.sysfs)
+        }
+        return link
+    }
+
+    /// IPv4 routes through a device that goes down are flushed without a netlink message, so a change of
+    /// the links or of their administrative state means the default routes must be dumped again.
+    private func adminStateChanged(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) -> Bool {
+        guard Set(old.keys) == Set(new.keys) else { return true }
+        return new.contains { index, link in old[index]?.flags.contains(.up) != link.flags.contains(.up) }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import ReachdModel
+@testable import ReachdNetlink
+import XCTest
+
+/// Large routing tables and route churn: reachd keeps only the default routes, re-judges watched hosts once
+/// per burst of route changes, and reports a failover that comes right after a burst.
+final class RouteScaleIntegrationTests: XCTestCase {
+    private var lab: NetLab!
+
+    override func setUpWithError() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.addUplink("wwan0", "203.0.113", metric: 200)
+        try lab.hostsFile(["far.test": "198.18.0.5"])
+    }
+
+    override func tearDown() {
+        lab?.tearDown()
+    }
+
+    /// Runs `commands` through `ip -batch` in the lab's host namespace.
+    private func batch(_ commands: [String]) throws {
+        let path = lab.directory + "/batch-\(UUID().uuidString)"
+        try commands.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try lab.run("ip -n \(lab.host) -batch \(path)")
+    }
+
+    /// `count` distinct /24 prefixes from 10.0.0.0/24 on.
+    private func prefixes(_ count: Int) -> [String] {
+        (0..<count).map { "\(10 + $0 / 65_536).\($0 / 256 % 256).\($0 % 256).0/24" }
+    }
+
+    func testFailoverRightAfterRouteChurnIsReported() throws {
+        // The table of the issue: 300,000 routes (the previous reachd took 42 s to start with it).
+        try batch(prefixes(300_000).map { "route add \($0) via 192.0.2.1" })
+        try lab.startDaemon()
+        let client = try lab.subscribe()
+        XCTAssertEqual(client.initial.verdict.status, .wired)
+        // 50,000 replacements, as a BGP feed sends them, then the wired default route goes.
+        let churn = prefixes(300_000)
+        try batch((0..<50_000).map { "route replace \(churn[$0 % churn.count]) via \($0 % 2 == 0 ? "203.0.113.1" : "192.0.2.1")" })
+        try lab.ip("route del default via 192.0.2.1")
+        try client.waitFor("the failover to wwan0 right after the churn", timeout: 10) { $0.status == .wwan }
+        XCTAssertEqual(client.events.map(\.verdict.status), [.wwan], "the churn itself changed no verdict")
+    }
+
+    func testWatchedHostIsRejudgedOncePerBurstAndFollowsItsRoute() throws {
+        try batch(prefixes(5_000).map { "route add \($0) via 192.0.2.1" })
+        try lab.startDaemon()
+        let client = try lab.subscribe(host: "far.test")
+        XCTAssertEqual(client.initial.verdict.status, .wired)
+        let before = rejudgings()
+        let started = Date()
+        let churn = prefixes(5_000)
+        try batch((0..<30_000).map { "route replace \(churn[$0 % churn.count]) via \($0 % 2 == 0 ? "203.0.113.1" : "192.0.2.1")" }
+            + ["route add 198.18.0.0/15 via 203.0.113.1 dev wwan0"])
+        try client.waitFor("far.test via wwan0 after the burst") { $0.status == .wwan }
+        let took = Date().timeIntervalSince(started)
+        XCTAssertEqual(client.events.map(\.verdict.status), [.wwan], "one event: the host's route changed once")
+        // Once per interval while the burst lasts, plus its first and last change.
+        let allowed = Int(took / 0.1) + 2
+        let during = rejudgings() - before
+        XCTAssertLessThanOrEqual(during, allowed, "re-judged \(during) times in \(took) s of route churn")
+        XCTAssertGreaterThan(during, 0)
+    }
+
+    /// How often reachd has re-judged the watched hosts (its debug log says so each time).
+    private func rejudgings() -> Int {
+        lab.log.components(separatedBy: "\n").filter { $0.contains("re-judged watched hosts") }.count
+    }
+
+    func testOtherRoutesNeverReachTheDefaultRouteSocket() throws {
+        try lab.inNamespace {
+            let table = try DefaultRouteTable(receiveBufferSize: 1 << 20)
+            try batch(prefixes(500).map { "route add \($0) via 192.0.2.1" })
+            var entry = pollfd(fd: table.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            XCTAssertEqual(poll(&entry, 1, 0), 0, "500 new /24 routes queued nothing")
+            try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
+            XCTAssertTrue(try table.receiveEvents(), "a new default route is received")
+            let cached = LibnlObjects.objects(of: table.cache).compactMap(LibnlObjects.route)
+            XCTAssertEqual(cached.map(\.metric), [50], "only the route received since subscribing, none of the /24s")
+        }
+    }
+}
