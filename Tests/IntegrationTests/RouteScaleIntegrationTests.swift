@@ -70,6 +70,23 @@ final class RouteScaleIntegrationTests: XCTestCase {
         lab.log.components(separatedBy: "\n").filter { $0.contains("re-judged watched hosts") }.count
     }
 
+    func testDefaultRouteTableResynchronisesAfterItsSocketOverflows() throws {
+        // 3,000 default routes in tables of their own reach the route socket (its filter keeps default routes)
+        // while the daemon is stopped and its buffer tiny: an overflow for certain.
+        try lab.ip("route del default via 192.0.2.1")
+        try lab.startDaemon(arguments: ["--netlink-receive-buffer", "4096"])
+        let client = try lab.subscribe()
+        XCTAssertEqual(client.initial.verdict.status, .wwan)
+        try lab.signalDaemon(SIGSTOP)
+        try batch((0..<3_000).map { "route add default via 192.0.2.1 dev eth0 table \(1_000 + $0)" })
+        try lab.signalDaemon(SIGCONT)
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 50")
+        try client.waitFor("the default route added after the overflow", timeout: 120) { $0.status == .wired }
+        try eventually("the overflow to be logged", detail: lab.log.suffix(2000).description) {
+            lab.log.contains("resynchronising the default routes")
+        }
+    }
+
     func testOtherRoutesNeverReachTheDefaultRouteSocket() throws {
         try lab.inNamespace {
             let table = try DefaultRouteTable(receiveBufferSize: 1 << 20)
