@@ -131,11 +131,12 @@ class Monitor:
         return None, others
 
     def settle(self):
-        """Waits until the monitor has been idle for half a second (CPU and output); returns its events."""
+        """Waits until the monitor has been idle (CPU and output) for 1.5 s, longer than GLib's 1-second
+        timer before it dumps the routes again after a change; returns its events."""
         events = []
         last = self.cpu_seconds()
         while True:
-            events += [line for line in self.lines.drain(0.5) if self.is_event(line)]
+            events += [line for line in self.lines.drain(1.5) if self.is_event(line)]
             now = self.cpu_seconds()
             if now == last:
                 return events
@@ -181,6 +182,7 @@ def measure(name, args, routes):
             # Events already out, before the failover: the churn's.
             early = [line for line in monitor.lines.drain(0.001) if monitor.is_event(line)]
             result["after_churn"], others = failover(monitor)
+            # failover() settled the monitor: its CPU time now includes everything the churn cost.
             result["churn_cpu"] = monitor.cpu_seconds() - cpu
             result["false_events"] = len(early) + others
         result["peak"] = monitor.memory_mb("VmHWM")
