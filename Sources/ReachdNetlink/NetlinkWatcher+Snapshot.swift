@@ -15,7 +15,7 @@ extension NetlinkWatcher {
             let before = current.links
             current.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
             sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
-            if adminStateChanged(from: before, to: current.links) { refillRoutes() }
+            if linkWentDownOrAway(from: before, to: current.links) { refillRoutes() }
         }
         if dirty.contains(.address), let cache = caches[.address] {
             current.addresses = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.interfaceAddress)
@@ -49,10 +49,12 @@ extension NetlinkWatcher {
         return link
     }
 
-    /// IPv4 routes through a device that goes down are flushed without a netlink message, so a change of
-    /// the links or of their administrative state means the default routes must be dumped again.
-    private func adminStateChanged(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) -> Bool {
-        guard Set(old.keys) == Set(new.keys) else { return true }
-        return new.contains { index, link in old[index]?.flags.contains(.up) != link.flags.contains(.up) }
+    /// IPv4 routes through a device that goes down or away are flushed without a netlink message, so then
+    /// the default routes must be dumped again. (A link that comes up or appears brings no silent change.)
+    private func linkWentDownOrAway(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) -> Bool {
+        old.contains { index, link in
+            guard let now = new[index] else { return true }
+            return link.flags.contains(.up) && !now.flags.contains(.up)
+        }
     }
 }

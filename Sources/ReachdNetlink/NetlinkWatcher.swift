@@ -301,7 +301,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
     }
 
-    /// Dumps the default routes again (see `adminStateChanged`).
+    /// Dumps the default routes again (see `linkWentDownOrAway`).
     func refillRoutes() {
         guard let routes, let syncSocket else { return }
         do {
