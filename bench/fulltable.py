@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """bench/fulltable's driver, inside the benchmark's namespace (see bench/fulltable).
 
-Two monitors, one after the other at each table size, each a fresh process:
+The monitors, one after the other at each table size, each a fresh process:
   reachd  the daemon; a subscriber on its socket stamps every line as it arrives
+  before  another reachd binary (--before), the same way, up to --before-max-routes (a before/after run)
   glib    Tests/Support/gio_monitor.py with GIO_USE_NETWORK_MONITOR=netlink (GLib's own monitor, in-process)
 First answer: reachd from exec to the subscriber's first reply; GLib from g_network_monitor_get_default() to
 its answer, inside the program (python's own start-up is left out). RSS: the daemon, or the whole python+GLib
@@ -74,11 +75,11 @@ class Monitor:
         self.name = name
         self.processes = []
         started = time.monotonic()
-        if name == "reachd":
+        if name in ("reachd", "before"):
             socket_path = work + "/reachd.sock"
             if os.path.exists(socket_path):
                 os.unlink(socket_path)
-            daemon = subprocess.Popen([args.reachd, "--socket", socket_path, "--bus", "none", "--networkmanager",
+            daemon = subprocess.Popen([args.reachd if name == "reachd" else args.before, "--socket", socket_path, "--bus", "none", "--networkmanager",
                                        "none", "--log-level", "warning"], stdout=subprocess.DEVNULL)
             watcher = subprocess.Popen(["/usr/bin/python3", "-c", SOCKET_WATCHER, socket_path], stdout=subprocess.PIPE)
             self.processes = [watcher, daemon]
@@ -96,7 +97,7 @@ class Monitor:
             self.first_answer = first["init_ms"] / 1000
 
     def is_event(self, line):
-        if self.name == "reachd":
+        if self.name != "glib":
             return line["reply"].get("type") == "event"
         return line.get("event") == "changed"
 
@@ -114,7 +115,7 @@ class Monitor:
 
     def is_failover(self, line):
         """reachd's event names the new interface; GLib's signal cannot say which change it reports."""
-        if self.name == "reachd":
+        if self.name != "glib":
             return (line["reply"].get("verdict") or {}).get("interface") == "wwan0"
         return True
 
@@ -208,14 +209,22 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--routes", default="10000,100000,1000000")
     parser.add_argument("--churn", type=int, default=100000)
+    parser.add_argument("--before", help="another reachd binary to measure beside (before/after)")
+    parser.add_argument("--before-max-routes", type=int, default=300000,
+                        help="table sizes above this skip --before (the previous reachd took 42 s to start with 300,000)")
     parser.add_argument("--monitors", default="reachd,glib")
     args = parser.parse_args()
+    monitors = args.monitors.split(",")
+    if args.before:
+        monitors.insert(1, "before")
     sizes = [0] + sorted(int(n) for n in args.routes.split(","))
     loaded = 0
     for routes in sizes:
         ip_batch(["route add %s via 192.0.2.1" % prefix(i) for i in range(loaded, routes)])
         loaded = routes
-        for name in args.monitors.split(","):
+        for name in monitors:
+            if name == "before" and routes > args.before_max_routes:
+                continue
             show(routes, name, measure(name, args, routes))
 
 
