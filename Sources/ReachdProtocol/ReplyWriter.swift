@@ -34,7 +34,8 @@ enum ReplyWriter {
             key("type", &out); string(reply.type, &out); comma(&out)
         }
         key("version", &out); out.append(contentsOf: String(protocolVersion).utf8)
-        out.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
+        out.append(UInt8(ascii: "}"))
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 
@@ -92,10 +93,13 @@ enum ReplyWriter {
 
     // MARK: - Primitives
 
+    /// Appends single bytes, never an array literal: a literal here was a heap allocation per key, some 50 a
+    /// verdict (a thousand host events are encoded after one route change).
     private static func key(_ name: StaticString, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         name.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
     }
 
     private static func comma(_ out: inout [UInt8]) { out.append(UInt8(ascii: ",")) }
@@ -116,22 +120,39 @@ enum ReplyWriter {
     }
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, ... or `\u00XX`; UTF-8 as is.
+    /// A string with nothing to escape (nearly all) is copied in one go.
     static func string(_ value: String, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
+        if value.utf8.contains(where: needsEscape) {
+            for byte in value.utf8 { escaped(byte, &out) }
+        } else {
+            out.append(contentsOf: value.utf8)
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private static func escaped(_ byte: UInt8, _ out: inout [UInt8]) {
+        guard needsEscape(byte) else { return out.append(byte) }
+        out.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+        case 0x0A: out.append(UInt8(ascii: "n"))
+        case 0x0D: out.append(UInt8(ascii: "r"))
+        case 0x09: out.append(UInt8(ascii: "t"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            out.append(UInt8(ascii: "u"))
+            out.append(UInt8(ascii: "0"))
+            out.append(UInt8(ascii: "0"))
+            hex.withUTF8Buffer { digits in
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0xF)])
+            }
+        }
     }
 }
 
