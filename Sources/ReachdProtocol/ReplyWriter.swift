@@ -49,7 +49,7 @@ enum ReplyWriter {
         key("classicStatus", &out); string(v.classicStatus.rawValue, &out); comma(&out)
         if v.addresses == nil { key("connectivity", &out); string(v.connectivity.rawValue, &out); comma(&out) }
         key("family", &out); optional(v.family?.rawValue, &out); comma(&out)
-        key("flags", &out); array(v.flags.names, &out) { string($0, &$1) }; comma(&out)
+        key("flags", &out); flags(v.flags, &out); comma(&out)
         key("interface", &out); optional(v.interface, &out); comma(&out)
         key("ipv4", &out); write(v.ipv4, &out); comma(&out)
         key("ipv6", &out); write(v.ipv6, &out); comma(&out)
@@ -61,13 +61,16 @@ enum ReplyWriter {
         key("sequence", &out); out.append(contentsOf: String(stamped.sequence).utf8); comma(&out)
         key("status", &out); string(v.status.rawValue, &out); comma(&out)
         key("target", &out); string(v.target, &out); comma(&out)
-        key("timestamp", &out); string(stamped.timestamp.description, &out)
+        key("timestamp", &out)
+        out.append(UInt8(ascii: "\""))
+        stamped.timestamp.append(to: &out)
+        out.append(UInt8(ascii: "\""))
         out.append(UInt8(ascii: "}"))
     }
 
     static func write(_ f: FamilyVerdict, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        key("flags", &out); array(f.flags.names, &out) { string($0, &$1) }; comma(&out)
+        key("flags", &out); flags(f.flags, &out); comma(&out)
         key("gateway", &out); optional(f.gateway?.description, &out); comma(&out)
         key("interface", &out); optional(f.interface, &out); comma(&out)
         key("kind", &out); optional(f.kind?.rawValue, &out); comma(&out)
@@ -105,6 +108,18 @@ enum ReplyWriter {
     private static func comma(_ out: inout [UInt8]) { out.append(UInt8(ascii: ",")) }
     private static func null(_ out: inout [UInt8]) { out.append(contentsOf: "null".utf8) }
     private static func bool(_ value: Bool, _ out: inout [UInt8]) { out.append(contentsOf: (value ? "true" : "false").utf8) }
+
+    /// `flags.names` as a JSON array, without building that array.
+    private static func flags(_ flags: ReachabilityFlags, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        var first = true
+        for (name, flag) in ReachabilityFlags.named where flags.contains(flag) {
+            if !first { comma(&out) }
+            first = false
+            string(name, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
 
     private static func optional(_ value: String?, _ out: inout [UInt8]) {
         if let value { string(value, &out) } else { null(&out) }

@@ -44,4 +44,17 @@ final class ReplyWriterTests: XCTestCase {
         let line = Reply.event(verdict: stamped).encodedLine()
         XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
     }
+
+    func testFlagsAreWrittenInTheirNamedOrderAndRoundTrip() throws {
+        var stamped = hostVerdict(reason: "r")
+        stamped.verdict.flags = [.isDirect, .reachable, .transientConnection]
+        stamped.verdict.ipv4.flags = [.reachable]
+        let text = stamped.json
+        XCTAssertTrue(text.contains(#""flags":["reachable","transientConnection","isDirect"],"#), text)
+        XCTAssertTrue(text.contains(#""ipv4":{"flags":["reachable"],"#), text)
+        XCTAssertTrue(text.contains(#""ipv6":{"flags":[],"#), text)
+        XCTAssertTrue(text.hasSuffix(#""timestamp":"2026-11-22T03:52:02.000001Z"}"#), text)
+        let line = Reply.event(verdict: stamped).encodedLine()
+        XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+    }
 }
