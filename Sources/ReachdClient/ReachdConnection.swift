@@ -33,7 +33,10 @@ public enum ClientError: Error, CustomStringConvertible, Sendable {
 public final class ReachdConnection {
     private let fd: Int32
     private var framer = LineFramer(maximumLineLength: 1 << 20)
+    /// Lines read and not yet returned: `lines[linesReturned...]` (a batch of a thousand events is not
+    /// shifted down once per line).
     private var lines: [[UInt8]] = []
+    private var linesReturned = 0
     /// Event lines read while waiting for a reply, delivered before anything else.
     private var heldEvents: [[UInt8]] = []
 
@@ -99,7 +102,9 @@ public final class ReachdConnection {
     public func nextLine(timeout: Double? = nil) throws(ClientError) -> [UInt8]? {
         if !heldEvents.isEmpty { return heldEvents.removeFirst() }
         let deadline = timeout.map { MonotonicClock.seconds() + $0 }
-        while lines.isEmpty {
+        while linesReturned == lines.count {
+            lines.removeAll(keepingCapacity: true)
+            linesReturned = 0
             var wait: Int32 = -1
             if let deadline {
                 let left = deadline - MonotonicClock.seconds()
@@ -127,7 +132,8 @@ public final class ReachdConnection {
                 }
             }
         }
-        return lines.removeFirst()
+        linesReturned += 1
+        return lines[linesReturned - 1]
     }
 
     /// Sends `request` (`status` or `subscribe`) and returns the verdicts of its reply, one per target.

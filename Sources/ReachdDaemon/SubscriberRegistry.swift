@@ -8,7 +8,11 @@ import ReachdModel
 /// over the high-water mark (it does not read) is closed, so it never holds back the others.
 final class SubscriberRegistry: @unchecked Sendable {
     let eventLoop: any EventLoop
-    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+    /// In the order they subscribed (a removal moves the last one into the gap), walked by `broadcast`:
+    /// contiguous, and near the order their connections were allocated in.
+    private var subscribers: [Subscriber] = []
+    /// Where each connection's subscriber is in `subscribers`.
+    private var positions: [ObjectIdentifier: Int] = [:]
     private let onDrop: @Sendable (String) -> Void
     private let metrics: DaemonMetrics?
     /// A return of freed memory to the kernel is planned (see `releaseMemorySoon`).
@@ -38,18 +42,35 @@ final class SubscriberRegistry: @unchecked Sendable {
     func add(_ channel: any Channel, key: String, sentSequence sequence: UInt64) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
-        if subscribers[id] == nil { metrics?.subscribers.add(1, ordering: .relaxed) }
-        let subscriber = subscribers[id] ?? Subscriber(channel: channel)
+        let subscriber: Subscriber
+        if let position = positions[id] {
+            subscriber = subscribers[position]
+        } else {
+            metrics?.subscribers.add(1, ordering: .relaxed)
+            subscriber = Subscriber(channel: channel)
+            positions[id] = subscribers.count
+            subscribers.append(subscriber)
+        }
         subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
-        subscribers[id] = subscriber
     }
 
     func remove(_ channel: any Channel) {
         eventLoop.preconditionInEventLoop()
-        if subscribers.removeValue(forKey: ObjectIdentifier(channel)) != nil {
+        if take(ObjectIdentifier(channel)) != nil {
             metrics?.subscribers.subtract(1, ordering: .relaxed)
             releaseMemorySoon()
         }
+    }
+
+    /// Removes a connection's subscriber, moving the last one into its place.
+    private func take(_ id: ObjectIdentifier) -> Subscriber? {
+        guard let position = positions.removeValue(forKey: id) else { return nil }
+        let last = subscribers.removeLast()
+        guard position < subscribers.count else { return last }
+        let taken = subscribers[position]
+        subscribers[position] = last
+        positions[ObjectIdentifier(last.channel)] = position
+        return taken
     }
 
     /// A second after subscribers leave, hands the memory their queues held back to the kernel: glibc's
@@ -86,23 +107,30 @@ final class SubscriberRegistry: @unchecked Sendable {
         // One buffer per event, shared (copy-on-write) by every subscriber's write.
         let buffers = events.map { ByteBuffer(bytes: $0.line) }
         var dropped: [ObjectIdentifier] = []
-        for (id, subscriber) in subscribers {
-            let due = events.indices.filter { index in
-                subscriber.sequences[events[index].key].map { seen in seen < events[index].sequence } ?? false
+        // The indices of the events one subscriber is due, reused from one subscriber to the next.
+        var due: [Int] = []
+        due.reserveCapacity(events.count)
+        for subscriber in subscribers {
+            due.removeAll(keepingCapacity: true)
+            for index in events.indices where subscriber.sequences[events[index].key].map({ $0 < events[index].sequence }) ?? false {
+                due.append(index)
             }
-            guard !due.isEmpty else { continue }
+            guard let last = due.last else { continue }
             guard subscriber.channel.isWritable else {
-                dropped.append(id)
+                dropped.append(ObjectIdentifier(subscriber.channel))
                 continue
             }
             for index in due {
                 subscriber.sequences[events[index].key] = events[index].sequence
-                subscriber.channel.write(buffers[index], promise: nil)
+                if index == last {
+                    subscriber.channel.writeAndFlush(buffers[index], promise: nil)
+                } else {
+                    subscriber.channel.write(buffers[index], promise: nil)
+                }
             }
-            subscriber.channel.flush()
         }
         for id in dropped {
-            guard let subscriber = subscribers.removeValue(forKey: id) else { continue }
+            guard let subscriber = take(id) else { continue }
             metrics?.subscribers.subtract(1, ordering: .relaxed)
             metrics?.clientDropped(reason: "events_unread")
             releaseMemorySoon()

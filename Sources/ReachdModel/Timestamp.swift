@@ -20,18 +20,36 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// `2026-11-22T03:52:02.123456Z`.
     public var description: String {
+        var out: [UInt8] = []
+        append(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `description`'s bytes, building no strings on the way (events are encoded a thousand at a time).
+    public func append(to out: inout [UInt8]) {
         var seconds = time_t(microseconds.floorDiv(1_000_000))
         let micros = microseconds - Int64(seconds) * 1_000_000
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        func pad(_ value: Int64, _ width: Int) {
+            let text = String(value).utf8
+            out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(0, width - text.count)))
+            out.append(contentsOf: text)
         }
-        let fraction = String(micros)
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))"
-            + "T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))"
-            + ".\(String(repeating: "0", count: 6 - fraction.count) + fraction)Z"
+        pad(Int64(parts.tm_year) + 1900, 4)
+        out.append(UInt8(ascii: "-"))
+        pad(Int64(parts.tm_mon) + 1, 2)
+        out.append(UInt8(ascii: "-"))
+        pad(Int64(parts.tm_mday), 2)
+        out.append(UInt8(ascii: "T"))
+        pad(Int64(parts.tm_hour), 2)
+        out.append(UInt8(ascii: ":"))
+        pad(Int64(parts.tm_min), 2)
+        out.append(UInt8(ascii: ":"))
+        pad(Int64(parts.tm_sec), 2)
+        out.append(UInt8(ascii: "."))
+        pad(micros, 6)
+        out.append(UInt8(ascii: "Z"))
     }
 
     /// Parses RFC 3339 as written by `description` (any fraction length, `Z` or a numeric offset).

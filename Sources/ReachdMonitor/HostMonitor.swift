@@ -225,16 +225,22 @@ public final class HostMonitor: Sendable {
             var changed: [StampedVerdict] = []
             for (host, resolution) in hosts {
                 let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
-                var entry = state.entries[host, default: Entry()]
+                // Recorded in place: copying the entry out and back cost two lookups and its verdict's retains.
+                let (published, latest) = Self.record(verdict, in: &state.entries[host, default: Entry()])
                 // The first verdict of a host reaches its subscribers in their `subscribed` reply.
-                if let published = entry.tracker.record(verdict, at: .now()), published.sequence > 1 {
+                if let published, published.sequence > 1 {
                     changed.append(published)
                 }
-                current[host] = entry.tracker.current
-                state.entries[host] = entry
+                current[host] = latest
             }
             return (current, changed)
         }
+    }
+
+    /// Records `verdict` in a host's entry: the change to publish, if any, and the entry's current verdict.
+    private static func record(_ verdict: Verdict, in entry: inout Entry) -> (published: StampedVerdict?, current: StampedVerdict?) {
+        let published = entry.tracker.record(verdict, at: .now())
+        return (published, entry.tracker.current)
     }
 
     /// One host's current verdict, recorded (and published if it changed).

@@ -34,7 +34,8 @@ enum ReplyWriter {
             key("type", &out); string(reply.type, &out); comma(&out)
         }
         key("version", &out); out.append(contentsOf: String(protocolVersion).utf8)
-        out.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "\n")])
+        out.append(UInt8(ascii: "}"))
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 
@@ -48,7 +49,7 @@ enum ReplyWriter {
         key("classicStatus", &out); string(v.classicStatus.rawValue, &out); comma(&out)
         if v.addresses == nil { key("connectivity", &out); string(v.connectivity.rawValue, &out); comma(&out) }
         key("family", &out); optional(v.family?.rawValue, &out); comma(&out)
-        key("flags", &out); array(v.flags.names, &out) { string($0, &$1) }; comma(&out)
+        key("flags", &out); flags(v.flags, &out); comma(&out)
         key("interface", &out); optional(v.interface, &out); comma(&out)
         key("ipv4", &out); write(v.ipv4, &out); comma(&out)
         key("ipv6", &out); write(v.ipv6, &out); comma(&out)
@@ -60,13 +61,16 @@ enum ReplyWriter {
         key("sequence", &out); out.append(contentsOf: String(stamped.sequence).utf8); comma(&out)
         key("status", &out); string(v.status.rawValue, &out); comma(&out)
         key("target", &out); string(v.target, &out); comma(&out)
-        key("timestamp", &out); string(stamped.timestamp.description, &out)
+        key("timestamp", &out)
+        out.append(UInt8(ascii: "\""))
+        stamped.timestamp.append(to: &out)
+        out.append(UInt8(ascii: "\""))
         out.append(UInt8(ascii: "}"))
     }
 
     static func write(_ f: FamilyVerdict, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        key("flags", &out); array(f.flags.names, &out) { string($0, &$1) }; comma(&out)
+        key("flags", &out); flags(f.flags, &out); comma(&out)
         key("gateway", &out); optional(f.gateway?.description, &out); comma(&out)
         key("interface", &out); optional(f.interface, &out); comma(&out)
         key("kind", &out); optional(f.kind?.rawValue, &out); comma(&out)
@@ -92,15 +96,30 @@ enum ReplyWriter {
 
     // MARK: - Primitives
 
+    /// Appends single bytes, never an array literal: a literal here was a heap allocation per key, some 50 a
+    /// verdict (a thousand host events are encoded after one route change).
     private static func key(_ name: StaticString, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         name.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
     }
 
     private static func comma(_ out: inout [UInt8]) { out.append(UInt8(ascii: ",")) }
     private static func null(_ out: inout [UInt8]) { out.append(contentsOf: "null".utf8) }
     private static func bool(_ value: Bool, _ out: inout [UInt8]) { out.append(contentsOf: (value ? "true" : "false").utf8) }
+
+    /// `flags.names` as a JSON array, without building that array.
+    private static func flags(_ flags: ReachabilityFlags, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        var first = true
+        for (name, flag) in ReachabilityFlags.named where flags.contains(flag) {
+            if !first { comma(&out) }
+            first = false
+            string(name, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
 
     private static func optional(_ value: String?, _ out: inout [UInt8]) {
         if let value { string(value, &out) } else { null(&out) }
@@ -116,22 +135,39 @@ enum ReplyWriter {
     }
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, ... or `\u00XX`; UTF-8 as is.
+    /// A string with nothing to escape (nearly all) is copied in one go.
     static func string(_ value: String, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
+        if value.utf8.contains(where: needsEscape) {
+            for byte in value.utf8 { escaped(byte, &out) }
+        } else {
+            out.append(contentsOf: value.utf8)
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private static func escaped(_ byte: UInt8, _ out: inout [UInt8]) {
+        guard needsEscape(byte) else { return out.append(byte) }
+        out.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+        case 0x0A: out.append(UInt8(ascii: "n"))
+        case 0x0D: out.append(UInt8(ascii: "r"))
+        case 0x09: out.append(UInt8(ascii: "t"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            out.append(UInt8(ascii: "u"))
+            out.append(UInt8(ascii: "0"))
+            out.append(UInt8(ascii: "0"))
+            hex.withUTF8Buffer { digits in
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0xF)])
+            }
+        }
     }
 }
 

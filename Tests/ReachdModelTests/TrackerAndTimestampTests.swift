@@ -25,6 +25,10 @@ final class TrackerAndTimestampTests: XCTestCase {
         XCTAssertEqual(Timestamp(rfc3339: "2026-11-22T04:52:02.123456+01:00"), time)
         XCTAssertEqual(Timestamp(rfc3339: "1970-01-01T00:00:00Z"), Timestamp(microseconds: 0))
         XCTAssertEqual(Timestamp(microseconds: -1).description, "1969-12-31T23:59:59.999999Z")
+        XCTAssertEqual(Timestamp(microseconds: -30_636_384_833_000_042).description, "0999-03-04T05:06:06.999958Z")
+        var bytes = Array("t=".utf8)
+        time.append(to: &bytes)
+        XCTAssertEqual(String(decoding: bytes, as: UTF8.self), "t=2026-11-22T03:52:02.123456Z")
         XCTAssertNil(Timestamp(rfc3339: "2026-11-22 03:52:02Z"))
         XCTAssertNil(Timestamp(rfc3339: "yesterday"))
     }

@@ -23,3 +23,32 @@ final class LineFramerTests: XCTestCase {
         XCTAssertEqual(framer.append(Array("abcd\nabcde\n".utf8)), [.line(Array("abcd".utf8)), .oversized])
     }
 }
+
+final class LineFramerChunkingTests: XCTestCase {
+    /// However the stream is cut (and whatever collection carries it), the frames are the same.
+    func testEveryCutOfTheStreamGivesTheSameFrames() {
+        let stream = Array("ab\r\n0123456789xyz\n\nabcd\r\nabcde\nabcdef\nlast\r".utf8)
+        let expected: [LineFramer.Frame] = [
+            .line(Array("ab".utf8)), .oversized, .line([]), .line(Array("abcd".utf8)), .line(Array("abcde".utf8)), .oversized,
+        ]
+        for cut in 0...stream.count {
+            for second in cut...stream.count {
+                var framer = LineFramer(maximumLineLength: 5)
+                let frames = framer.append(stream[..<cut]) + framer.append(NonContiguousBytes(stream[cut..<second]))
+                    + framer.append(stream[second...])
+                XCTAssertEqual(frames, expected, "cut at \(cut) and \(second)")
+                XCTAssertEqual(framer.bufferedByteCount, 5, "`last\\r` is held until its newline")
+            }
+        }
+    }
+}
+
+/// A collection without contiguous storage, to take the framer's other path.
+private struct NonContiguousBytes: Collection {
+    let base: [UInt8]
+    init(_ slice: ArraySlice<UInt8>) { base = Array(slice) }
+    var startIndex: Int { base.startIndex }
+    var endIndex: Int { base.endIndex }
+    func index(after i: Int) -> Int { i + 1 }
+    subscript(position: Int) -> UInt8 { base[position] }
+}

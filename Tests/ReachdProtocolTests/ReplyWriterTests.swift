@@ -33,4 +33,28 @@ final class ReplyWriterTests: XCTestCase {
             + #""reachable":false,"reason":"no IPv4 default route","reasonCode":"no-route","sequence":1,"status":"unreachable","target":"internet","#
             + #""timestamp":"1970-01-01T00:00:00.000000Z"}"#)
     }
+
+    func testEveryControlCharacterIsEscapedAndRoundTrips() throws {
+        let controls = String(decoding: (0..<0x20).map { UInt8($0) } + [0x22, 0x5C, 0x41], as: UTF8.self)
+        let stamped = hostVerdict(reason: controls)
+        let text = stamped.json
+        XCTAssertTrue(text.contains(#""reason":"\u0000\u0001"#), text)
+        XCTAssertTrue(text.contains(#"\u0008\t\n\u000b\u000c\r\u000e"#), text)
+        XCTAssertTrue(text.contains(#"\u001f\"\\A","#), text)
+        let line = Reply.event(verdict: stamped).encodedLine()
+        XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+    }
+
+    func testFlagsAreWrittenInTheirNamedOrderAndRoundTrip() throws {
+        var stamped = hostVerdict(reason: "r")
+        stamped.verdict.flags = [.isDirect, .reachable, .transientConnection]
+        stamped.verdict.ipv4.flags = [.reachable]
+        let text = stamped.json
+        XCTAssertTrue(text.contains(#""flags":["reachable","transientConnection","isDirect"],"#), text)
+        XCTAssertTrue(text.contains(#""ipv4":{"flags":["reachable"],"#), text)
+        XCTAssertTrue(text.contains(#""ipv6":{"flags":[],"#), text)
+        XCTAssertTrue(text.hasSuffix(#""timestamp":"2026-11-22T03:52:02.000001Z"}"#), text)
+        let line = Reply.event(verdict: stamped).encodedLine()
+        XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+    }
 }
