@@ -35,6 +35,10 @@ extension NetlinkWatcher {
         if dirty.contains(.rule) {
             current.ruleGeneration &+= 1
         }
+        if otherRoutesChanged {
+            current.routeGeneration &+= 1
+            otherRoutesChanged = false
+        }
         dirty = []
     }
 

@@ -49,6 +49,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     // Read and written by the snapshot rebuild (NetlinkWatcher+Snapshot.swift).
     var dirty: Set<CacheKind> = []
     var routesDirty = false
+    /// The bell says routes other than the default ones changed: `routeGeneration` is to be bumped.
+    var otherRoutesChanged = false
     var current = NetworkSnapshot()
     var sysfsFacts: [Int32: (name: String, facts: SysfsFacts)] = [:]
     var handler: (@Sendable (NetworkSnapshot) -> Void)?
@@ -312,13 +314,13 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
     }
 
-    /// The bell rang while listening, or the coalescer's deadline passed: bumps `routeGeneration` when the
-    /// coalescer says the changes are due.
+    /// The bell rang while listening, or the coalescer's deadline passed: the next rebuild bumps
+    /// `routeGeneration` when the coalescer says the changes are due.
     private func listen(to bell: RouteChangeBell, readable: Bool) {
         let now = MonotonicClock.nanoseconds()
         let due = coalescer.deadline.map { now >= $0 } ?? false
         guard readable || due else { return }
-        if coalescer.observed(changes: bell.drain(), at: now) { current.routeGeneration &+= 1 }
+        if coalescer.observed(changes: bell.drain(), at: now) { otherRoutesChanged = true }
     }
 }
 

@@ -100,6 +100,9 @@ final class NetLab {
         if let ipv6 { try ip("addr add \(ipv6) dev \(name) nodad") }
         try peerIP("link set \(name) up")
         try ip("link set \(name) up")
+        // The kernel sets a link running (IFF_RUNNING) a moment after its carrier comes, from its linkwatch
+        // work: a test that starts before would see "not running" verdicts that are true but not its subject.
+        try eventually("\(name) running") { try run("ip -n \(host) -o link show \(name)").contains("state UP") }
     }
 
     /// A link on the /24 `prefix` (it gets `prefix.2`) with a default route via `prefix.1` at `metric`.

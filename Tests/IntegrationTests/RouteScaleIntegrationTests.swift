@@ -65,6 +65,19 @@ final class RouteScaleIntegrationTests: XCTestCase {
         XCTAssertGreaterThan(during, 0)
     }
 
+    func testEveryLoneRouteChangeReachesWatchedHosts() throws {
+        try lab.startDaemon()
+        let client = try lab.subscribe(host: "far.test")
+        XCTAssertEqual(client.initial.verdict.status, .wired)
+        // Each change alone, on a network that is otherwise quiet: nothing else may carry it to the hosts.
+        for round in 0..<6 {
+            let wwan = round % 2 == 0
+            try lab.ip("route replace 198.18.0.0/15 via \(wwan ? "203.0.113.1 dev wwan0" : "192.0.2.1 dev eth0")")
+            try client.waitFor("far.test via \(wwan ? "wwan0" : "eth0") (round \(round))") { $0.status == (wwan ? .wwan : .wired) }
+        }
+        XCTAssertEqual(client.events.count, 6)
+    }
+
     /// How often reachd has re-judged the watched hosts (its debug log says so each time).
     private func rejudgings() -> Int {
         lab.log.components(separatedBy: "\n").filter { $0.contains("re-judged watched hosts") }.count
