@@ -15,8 +15,8 @@ import Glibc
 /// the sockets and a wake-up pipe: no periodic wake-ups, nothing from libdispatch (whose worker pool would
 /// add a 1 Hz monitor timer). After the sockets have been drained the snapshot is rebuilt from the caches
 /// that changed, and the handler is called once if it differs from the last one: a burst of kernel messages
-/// yields one snapshot. Other routes' changes bump `routeGeneration` at most once per
-/// `routeChangeInterval` (`ChangeCoalescer`). A receive error (e.g. ENOBUFS after a socket overflow) replaces
+/// yields one snapshot. Other routes' changes bump `routeGeneration`, at once after a quiet spell and at
+/// most once per `routeChangeInterval` in a long stream (`ChangeCoalescer`). A receive error (e.g. ENOBUFS after a socket overflow) replaces
 /// the cache manager, or the default route table, which then dump afresh.
 public final class NetlinkWatcher: @unchecked Sendable {
     enum CacheKind: String, CaseIterable {
@@ -26,9 +26,12 @@ public final class NetlinkWatcher: @unchecked Sendable {
         case rule = "route/rule"
     }
 
-    /// The shortest time between two reports of other routes' changes (`routeGeneration`): the longest a
-    /// watched host's re-judging waits during a burst of route changes. A lone change is reported at once.
+    /// Other routes' changes (`routeGeneration`) are reported at once up to `routeChangeBurst` times in a
+    /// row, then at most once per `routeChangeInterval` while they keep coming: the longest a watched host's
+    /// re-judging waits during a stream of route changes.
     public static let routeChangeInterval: Duration = .milliseconds(100)
+    /// See `routeChangeInterval`.
+    public static let routeChangeBurst: UInt64 = 5
 
     /// How long to wait before retrying when the cache manager cannot be reopened.
     private static let reopenRetryMilliseconds: Int32 = 100
@@ -45,7 +48,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
     private var syncSocket: OpaquePointer?
     var routes: DefaultRouteTable?
     private var bell: RouteChangeBell?
-    private var coalescer = ChangeCoalescer(intervalNanoseconds: 100_000_000)
+    private var coalescer = ChangeCoalescer(intervalNanoseconds: 100_000_000, burst: NetlinkWatcher.routeChangeBurst)
     // Read and written by the snapshot rebuild (NetlinkWatcher+Snapshot.swift).
     var dirty: Set<CacheKind> = []
     var routesDirty = false

@@ -33,4 +33,28 @@ final class ChangeCoalescerTests: XCTestCase {
         _ = coalescer.observed(changes: true, at: 0)
         XCTAssertEqual(coalescer.millisecondsToDeadline(from: 99 * ms + 1), 1, "never wakes before the deadline")
     }
+
+    func testABurstAllowanceReportsIsolatedChangesAtOnceAndASteadyStreamOncePerInterval() {
+        var coalescer = ChangeCoalescer(intervalNanoseconds: 100 * ms, burst: 3)
+        XCTAssertTrue(coalescer.observed(changes: true, at: 0))
+        XCTAssertNil(coalescer.deadline, "two more reports are allowed: still listening")
+        XCTAssertTrue(coalescer.observed(changes: true, at: 10 * ms))
+        XCTAssertTrue(coalescer.observed(changes: true, at: 20 * ms))
+        XCTAssertEqual(coalescer.deadline, 100 * ms, "the allowance is spent: gathering until a token is back")
+        XCTAssertTrue(coalescer.observed(changes: true, at: 100 * ms))
+        XCTAssertEqual(coalescer.deadline, 200 * ms, "a stream that goes on: one report per interval")
+        XCTAssertFalse(coalescer.observed(changes: false, at: 200 * ms))
+        XCTAssertNil(coalescer.deadline)
+        // After a quiet second the whole allowance is back.
+        for step: UInt64 in 0..<3 { XCTAssertTrue(coalescer.observed(changes: true, at: 1_500 * ms + step * ms)) }
+        XCTAssertNotNil(coalescer.deadline)
+    }
+
+    func testChangesSeenBeforeTheirTurnAreReportedAtTheDeadline() {
+        var coalescer = ChangeCoalescer(intervalNanoseconds: 100 * ms)
+        XCTAssertTrue(coalescer.observed(changes: true, at: 0))
+        XCTAssertFalse(coalescer.observed(changes: true, at: 50 * ms), "too early: gathered")
+        XCTAssertEqual(coalescer.deadline, 100 * ms)
+        XCTAssertTrue(coalescer.observed(changes: false, at: 100 * ms), "what was gathered is reported, though nothing new came")
+    }
 }
