@@ -7,8 +7,8 @@ The monitors, one after the other at each table size, each a fresh process:
   glib    Tests/Support/gio_monitor.py with GIO_USE_NETWORK_MONITOR=netlink (GLib's own monitor, in-process)
 First answer: reachd from exec to the subscriber's first reply; GLib from g_network_monitor_get_default() to
 its answer, inside the program (python's own start-up is left out). RSS: the daemon, or the whole python+GLib
-process. Churn: --churn `route replace` commands on the table's prefixes (alternately via eth0's and wwan0's
-gateway) from one `ip -batch`; CPU is the monitor's user+system time from the first command until it is idle
+process. Churn: --churn `route replace` commands on the table's prefixes, each a real change (each pass over
+the table moves every prefix to the other uplink's gateway), from one `ip -batch`; CPU is the monitor's user+system time from the first command until it is idle
 again; false events are signals/events while no verdict changed. Failover: eth0's default route removed,
 time to the monitor's next event (then put back), idle (median of 5) and right after the churn.
 All times on CLOCK_MONOTONIC."""
@@ -176,7 +176,9 @@ def measure(name, args, routes):
         result["failover"] = statistics.median(
             [f if f is not None else float("inf") for f, _ in (failover(monitor) for _ in range(5))])
         if routes and args.churn:
-            churn = ["route replace %s via %s" % (prefix(i % routes), "203.0.113.1" if i % 2 == 0 else "192.0.2.1")
+            # Every command is a real change: the first pass over the table moves each prefix to wwan0's
+            # gateway, the next back to eth0's, and so on.
+            churn = ["route replace %s via %s" % (prefix(i % routes), "203.0.113.1" if i // routes % 2 == 0 else "192.0.2.1")
                      for i in range(args.churn)]
             cpu = monitor.cpu_seconds()
             ip_batch(churn)

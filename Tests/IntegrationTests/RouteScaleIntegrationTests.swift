@@ -37,9 +37,10 @@ final class RouteScaleIntegrationTests: XCTestCase {
         try lab.startDaemon()
         let client = try lab.subscribe()
         XCTAssertEqual(client.initial.verdict.status, .wired)
-        // 50,000 replacements, as a BGP feed sends them, then the wired default route goes.
+        // 50,000 replacements, as a BGP feed sends them (each a real change: every pass over the prefixes
+        // moves them to the other gateway), then the wired default route goes.
         let churn = prefixes(300_000)
-        try batch((0..<50_000).map { "route replace \(churn[$0 % churn.count]) via \($0 % 2 == 0 ? "203.0.113.1" : "192.0.2.1")" })
+        try batch((0..<50_000).map { "route replace \(churn[$0 % churn.count]) via \($0 / churn.count % 2 == 0 ? "203.0.113.1" : "192.0.2.1")" })
         try lab.ip("route del default via 192.0.2.1")
         try client.waitFor("the failover to wwan0 right after the churn", timeout: 10) { $0.status == .wwan }
         XCTAssertEqual(client.events.map(\.verdict.status), [.wwan], "the churn itself changed no verdict")
@@ -53,7 +54,7 @@ final class RouteScaleIntegrationTests: XCTestCase {
         let before = rejudgings()
         let started = Date()
         let churn = prefixes(5_000)
-        try batch((0..<30_000).map { "route replace \(churn[$0 % churn.count]) via \($0 % 2 == 0 ? "203.0.113.1" : "192.0.2.1")" }
+        try batch((0..<30_000).map { "route replace \(churn[$0 % churn.count]) via \($0 / churn.count % 2 == 0 ? "203.0.113.1" : "192.0.2.1")" }
             + ["route add 198.18.0.0/15 via 203.0.113.1 dev wwan0"])
         try client.waitFor("far.test via wwan0 after the burst") { $0.status == .wwan }
         let took = Date().timeIntervalSince(started)
