@@ -49,7 +49,7 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Bytes queued for one client before it is dropped as not reading.")
     var clientQueueLimit: Int = 256 * 1024
 
-    @Option(help: "Receive buffer of the netlink event socket, in bytes.")
+    @Option(help: "Receive buffer of each netlink event socket (links and addresses; default routes), in bytes.")
     var netlinkReceiveBuffer: Int = 4 << 20
 
     @Option(help: "D-Bus bus for org.reachd.Reachability1: system, session or none. A bus that is not there is skipped with a warning.")
