@@ -81,13 +81,26 @@ final class DefaultRouteTable {
     func refill(using socket: OpaquePointer) throws(NetlinkError) {
         for _ in 0..<Self.interruptedDumpRetries {
             nl_cache_clear(cache)
-            if try !dumpInterrupted(using: socket) { return }
+            if try !dumpInterrupted(using: socket, through: nil) { return }
         }
     }
 
-    /// One dump into the cache; true if the kernel flagged it as interrupted by a concurrent change.
-    private func dumpInterrupted(using socket: OpaquePointer) throws(NetlinkError) -> Bool {
-        let sequence = try sendDumpRequest(on: socket)
+    /// Replaces the cached routes that use link `index` by the kernel's, from a dump the kernel filters to
+    /// that link: it walks the table without sending the rest. Without strict checking on `socket`
+    /// (`NETLINK_GET_STRICT_CHK`, Linux 4.20) the kernel ignores the filter: still right, at a full dump's cost.
+    func refresh(link index: Int32, using socket: OpaquePointer) throws(NetlinkError) {
+        for _ in 0..<Self.interruptedDumpRetries {
+            for route in LibnlObjects.objects(of: cache) where LibnlObjects.route(route, usesInterface: index) {
+                nl_cache_remove(route)
+            }
+            if try !dumpInterrupted(using: socket, through: index) { return }
+        }
+    }
+
+    /// One dump into the cache (of the routes through link `index` only, if given); true if the kernel
+    /// flagged it as interrupted by a concurrent change.
+    private func dumpInterrupted(using socket: OpaquePointer, through index: Int32?) throws(NetlinkError) -> Bool {
+        let sequence = try sendDumpRequest(on: socket, through: index)
         var interrupted = false
         var finished = false
         var failure: Int32 = 0
@@ -111,7 +124,7 @@ final class DefaultRouteTable {
                     finished = true
                     return false
                 default:
-                    _ = includeIfDefaultRoute(header)
+                    _ = includeIfDefaultRoute(header, through: index)
                     return true
                 }
             }
@@ -120,7 +133,7 @@ final class DefaultRouteTable {
         return interrupted
     }
 
-    private func sendDumpRequest(on socket: OpaquePointer) throws(NetlinkError) -> UInt32 {
+    private func sendDumpRequest(on socket: OpaquePointer, through index: Int32?) throws(NetlinkError) -> UInt32 {
         guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), NLM_F_DUMP) else {
             throw NetlinkError(call: "nlmsg_alloc_simple", code: NLE_NOMEM)
         }
@@ -129,6 +142,10 @@ final class DefaultRouteTable {
         header.rtm_family = UInt8(AF_UNSPEC)
         var rc = nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO))
         guard rc == 0 else { throw NetlinkError(call: "nlmsg_append", code: rc) }
+        if let index {
+            rc = nla_put_u32(message, Int32(RTA_OIF.rawValue), UInt32(bitPattern: index))
+            guard rc == 0 else { throw NetlinkError(call: "nla_put_u32(RTA_OIF)", code: rc) }
+        }
         rc = nl_send_auto(socket, message)
         guard rc >= 0, let sent = nlmsg_hdr(message) else { throw NetlinkError(call: "nl_send_auto(RTM_GETROUTE dump)", code: rc) }
         return sent.pointee.nlmsg_seq
@@ -145,14 +162,20 @@ final class DefaultRouteTable {
         }
     }
 
-    /// Parses and applies a route message if it is about a default route; true if it was.
-    private func includeIfDefaultRoute(_ header: UnsafeMutablePointer<nlmsghdr>) -> Bool {
+    /// Parses and applies a route message if it is about a default route (through link `index`, if given);
+    /// true if it was.
+    private func includeIfDefaultRoute(_ header: UnsafeMutablePointer<nlmsghdr>, through index: Int32? = nil) -> Bool {
         let type = Int32(header.pointee.nlmsg_type)
         guard type == RTM_NEWROUTE || type == RTM_DELROUTE,
               nlmsg_datalen(header) >= MemoryLayout<rtmsg>.size,
               nlmsg_data(header).load(as: rtmsg.self).rtm_dst_len == 0 else { return false }
         var route: OpaquePointer?
         guard rtnl_route_parse(header, &route) == 0, let route else { return false }
+        // A kernel without strict checking sends every route: keep to the link asked for.
+        if let index, !LibnlObjects.route(route, usesInterface: index) {
+            rtnl_route_put(route)
+            return false
+        }
         // The cache takes its own reference of a new route; a deleted one only names what to remove.
         _ = nl_cache_include(cache, route, nil, nil)
         rtnl_route_put(route)

@@ -87,6 +87,13 @@ enum LibnlObjects {
         )
     }
 
+    /// Whether one of the route's next hops goes through link `index`.
+    static func route(_ object: OpaquePointer, usesInterface index: Int32) -> Bool {
+        (0..<max(0, rtnl_route_get_nnexthops(object))).contains { n in
+            rtnl_route_nexthop_n(object, n).map { rtnl_route_nh_get_ifindex($0) == index } ?? false
+        }
+    }
+
     /// One netconf entry's `ignore_routes_with_linkdown`, if the object carries it.
     static func linkdownSetting(_ object: OpaquePointer) -> (IPAddress.Family, Int32, Bool)? {
         var family: Int32 = 0

@@ -15,7 +15,7 @@ extension NetlinkWatcher {
             let before = current.links
             current.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
             sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
-            if linkWentDownOrAway(from: before, to: current.links) { refillRoutes() }
+            if let loss = LinkLoss(from: before, to: current.links) { refreshRoutes(after: loss) }
         }
         if dirty.contains(.address), let cache = caches[.address] {
             current.addresses = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.interfaceAddress)
@@ -53,12 +53,26 @@ extension NetlinkWatcher {
         return link
     }
 
-    /// IPv4 routes through a device that goes down or away are flushed without a netlink message, so then
-    /// the default routes must be dumped again. (A link that comes up or appears brings no silent change.)
-    private func linkWentDownOrAway(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) -> Bool {
-        old.contains { index, link in
-            guard let now = new[index] else { return true }
-            return link.flags.contains(.up) && !now.flags.contains(.up)
+}
+
+/// Links that went down or away between two snapshots. The kernel flushes the IPv4 routes through such a
+/// link without a netlink message, so the default routes through it must be read again. (A link that
+/// comes up or appears brings no silent change.)
+struct LinkLoss: Equatable {
+    /// Links that were up and are down now.
+    var down: Set<Int32> = []
+    /// Whether any link is gone.
+    var gone = false
+
+    /// nil when no link went down or away.
+    init?(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) {
+        for (index, link) in old {
+            guard let now = new[index] else {
+                gone = true
+                continue
+            }
+            if link.flags.contains(.up) && !now.flags.contains(.up) { down.insert(index) }
         }
+        if down.isEmpty && !gone { return nil }
     }
 }

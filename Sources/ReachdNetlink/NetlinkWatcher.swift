@@ -198,14 +198,17 @@ public final class NetlinkWatcher: @unchecked Sendable {
         caches = opened
     }
 
-    /// A blocking socket for dumps: no ACKs, one large read at a time.
-    private static func openDumpSocket() throws(NetlinkError) -> OpaquePointer {
+    /// A blocking socket for dumps: no ACKs, one large read at a time, and strict checking, so that the
+    /// kernel filters a dump to one link (where it cannot, dumps stay right, only larger).
+    static func openDumpSocket() throws(NetlinkError) -> OpaquePointer {
         guard let socket = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
         let rc = nl_connect(socket, NETLINK_ROUTE)
         guard rc == 0 else {
             nl_socket_free(socket)
             throw NetlinkError(call: "nl_connect", code: rc)
         }
+        var strict: Int32 = 1
+        _ = setsockopt(nl_socket_get_fd(socket), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &strict, socklen_t(MemoryLayout<Int32>.size))
         nl_socket_disable_auto_ack(socket)
         nl_socket_disable_msg_peek(socket)
         _ = nl_socket_set_msg_buf_size(socket, 64 << 10)
@@ -306,11 +309,16 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
     }
 
-    /// Dumps the default routes again (see `linkWentDownOrAway`).
-    func refillRoutes() {
+    /// Reads the default routes again after links went down (those through them) or away (all of them;
+    /// the kernel cannot filter a dump by a link that is gone).
+    func refreshRoutes(after change: LinkLoss) {
         guard let routes, let syncSocket else { return }
         do {
-            try routes.refill(using: syncSocket)
+            if change.gone {
+                try routes.refill(using: syncSocket)
+            } else {
+                for index in change.down.sorted() { try routes.refresh(link: index, using: syncSocket) }
+            }
             routesDirty = true
         } catch {
             dropRoutes(after: error)

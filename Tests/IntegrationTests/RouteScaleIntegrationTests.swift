@@ -1,3 +1,4 @@
+import CNetlink
 import Foundation
 import ReachdModel
 @testable import ReachdNetlink
@@ -99,6 +100,64 @@ final class RouteScaleIntegrationTests: XCTestCase {
         try eventually("the overflow to be logged", detail: lab.log.suffix(2000).description) {
             lab.log.contains("resynchronising the default routes")
         }
+    }
+
+    func testRoutesReadAgainThroughALinkThatWentDownMatchTheKernel() throws {
+        try lab.ip("route add default via 192.0.2.1 dev eth0 table 10")
+        try lab.ip("route add default table 11 nexthop via 192.0.2.1 dev eth0 nexthop via 203.0.113.1 dev wwan0")
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 table 12")
+        try lab.ip("-6 route add default dev eth0 table 13")
+        try lab.inNamespace {
+            let socket = try NetlinkWatcher.openDumpSocket()
+            defer { nl_socket_free(socket) }
+            let table = try DefaultRouteTable(receiveBufferSize: 1 << 20)
+            try table.refill(using: socket)
+            XCTAssertEqual(try cachedDefaults(table), try kernelDefaults())
+            try lab.ip("link set eth0 down")
+            // The kernel flushed eth0's IPv4 routes without a word; reading eth0's routes again must find that.
+            try table.refresh(link: try index(of: "eth0"), using: socket)
+            XCTAssertEqual(try cachedDefaults(table), try kernelDefaults())
+            XCTAssertFalse(try kernelDefaults().isEmpty)
+        }
+    }
+
+    /// The default routes in the table's cache, as "family table dev,dev".
+    private func cachedDefaults(_ table: DefaultRouteTable) throws -> Set<String> {
+        let names = try linkNames()
+        return Set(LibnlObjects.objects(of: table.cache).compactMap(LibnlObjects.route).map { route in
+            "\(route.family == .ipv4 ? 4 : 6) \(route.table) " + route.nexthops.map { names[$0.interfaceIndex] ?? "?" }.sorted().joined(separator: ",")
+        })
+    }
+
+    /// The kernel's default routes (`ip -j route show table all default`), in the same form.
+    private func kernelDefaults() throws -> Set<String> {
+        var result: Set<String> = []
+        for family in [4, 6] {
+            let json = try lab.run("ip -n \(lab.host) -\(family) -j route show table all default")
+            let routes = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]] ?? []
+            for route in routes where (route["table"] as? String) != "local" {
+                let table = (route["table"] as? String).flatMap { $0 == "main" ? "254" : $0 } ?? "254"
+                let devices = (route["nexthops"] as? [[String: Any]])?.compactMap { $0["dev"] as? String }
+                    ?? [route["dev"] as? String].compactMap { $0 }
+                result.insert("\(family) \(table) " + devices.sorted().joined(separator: ","))
+            }
+        }
+        return result
+    }
+
+    private func linkNames() throws -> [Int32: String] {
+        let json = try lab.run("ip -n \(lab.host) -j link show")
+        let links = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]] ?? []
+        var names: [Int32: String] = [:]
+        for link in links {
+            if let index = link["ifindex"] as? Int, let name = link["ifname"] as? String { names[Int32(index)] = name }
+        }
+        return names
+    }
+
+    private func index(of name: String) throws -> Int32 {
+        guard let index = try linkNames().first(where: { $0.value == name })?.key else { throw LabError("no link \(name)") }
+        return index
     }
 
     func testOtherRoutesNeverReachTheDefaultRouteSocket() throws {
