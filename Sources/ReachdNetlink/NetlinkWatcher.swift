@@ -16,8 +16,9 @@ import Glibc
 /// add a 1 Hz monitor timer). After the sockets have been drained the snapshot is rebuilt from the caches
 /// that changed, and the handler is called once if it differs from the last one: a burst of kernel messages
 /// yields one snapshot. Other routes' changes bump `routeGeneration`, at once after a quiet spell and at
-/// most once per `routeChangeInterval` in a long stream (`ChangeCoalescer`). A receive error (e.g. ENOBUFS after a socket overflow) replaces
-/// the cache manager, or the default route table, which then dump afresh.
+/// most once per `routeChangeIntervalNanoseconds` in a long stream (`ChangeCoalescer`). A receive error
+/// (e.g. ENOBUFS after a socket overflow) replaces the cache manager, or the default route table, which
+/// then dump afresh.
 public final class NetlinkWatcher: @unchecked Sendable {
     enum CacheKind: String, CaseIterable {
         case link = "route/link"
@@ -27,16 +28,16 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 
     /// Other routes' changes (`routeGeneration`) are reported at once up to `routeChangeBurst` times in a
-    /// row, then at most once per `routeChangeInterval` while they keep coming: the longest a watched host's
-    /// re-judging waits during a stream of route changes.
-    public static let routeChangeInterval: Duration = .milliseconds(100)
-    /// See `routeChangeInterval`.
+    /// row, then at most once per this interval (100 ms) while they keep coming: the longest a watched
+    /// host's re-judging waits during a stream of route changes.
+    public static let routeChangeIntervalNanoseconds: UInt64 = 100_000_000
+    /// See `routeChangeIntervalNanoseconds`.
     public static let routeChangeBurst: UInt64 = 5
 
     /// How long to wait before retrying when the cache manager cannot be reopened.
     private static let reopenRetryMilliseconds: Int32 = 100
 
-    /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
+    /// Receive buffer of each event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
     private let receiveBufferSize: Int
     let sysfs: SysfsReader
     let logger: Logger
@@ -48,7 +49,9 @@ public final class NetlinkWatcher: @unchecked Sendable {
     private var syncSocket: OpaquePointer?
     var routes: DefaultRouteTable?
     private var bell: RouteChangeBell?
-    private var coalescer = ChangeCoalescer(intervalNanoseconds: 100_000_000, burst: NetlinkWatcher.routeChangeBurst)
+    private var coalescer = ChangeCoalescer(
+        intervalNanoseconds: NetlinkWatcher.routeChangeIntervalNanoseconds, burst: NetlinkWatcher.routeChangeBurst
+    )
     // Read and written by the snapshot rebuild (NetlinkWatcher+Snapshot.swift).
     var dirty: Set<CacheKind> = []
     var routesDirty = false
