@@ -12,7 +12,7 @@ public final class NetworkView: StartedComponent {
     public struct Options: Sendable {
         /// Where sysfs is mounted (a fake tree in tests).
         public var sysfsRoot: String
-        /// Receive buffer of the event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
+        /// Receive buffer of each netlink event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
         public var receiveBufferSize: Int
 
         public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20) {

@@ -253,16 +253,21 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 
     private func socketHasPendingData(_ fd: Int32) -> Bool {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var entry = Self.readable(fd)
         return poll(&entry, 1, 0) > 0 && entry.revents & Int16(POLLIN) != 0
     }
 
     /// Throws the caches away and dumps them again; the view is never left stale.
     private func resynchronise(after error: NetlinkError) {
-        let count = resynchronisations.add(1, ordering: .relaxed).newValue
-        logger.warning("netlink: \(error); resynchronising links, addresses, rules and netconf", metadata: ["resync": "\(count)"])
+        noteResynchronisation(after: error, of: "links, addresses, rules and netconf")
         closeManager()
         reopenManager()
+    }
+
+    /// Counts a resynchronisation (for the metrics) and logs what is read again, and why.
+    private func noteResynchronisation(after error: NetlinkError, of what: String) {
+        let count = resynchronisations.add(1, ordering: .relaxed).newValue
+        logger.warning("netlink: \(error); resynchronising \(what)", metadata: ["resync": "\(count)"])
     }
 
     /// Opens a fresh cache manager; on failure the watcher thread calls again shortly.
@@ -298,8 +303,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// Forgets the default route table after an overflow or a failed dump; the watcher thread opens a fresh
     /// one at once (and retries shortly if that fails). The last default routes stay in the snapshot meanwhile.
     func dropRoutes(after error: NetlinkError) {
-        let count = resynchronisations.add(1, ordering: .relaxed).newValue
-        logger.warning("netlink: \(error); resynchronising the default routes", metadata: ["resync": "\(count)"])
+        noteResynchronisation(after: error, of: "the default routes")
         routes = nil
         reopenRoutes()
     }

@@ -31,10 +31,7 @@ public final class RouteLookup {
         let fd = nl_socket_get_fd(socket)
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var buffer: Int32 = 1 << 20
-        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, socklen_t(MemoryLayout<Int32>.size)) != 0 {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
-        }
+        NetlinkSocketOptions.enlargeReceiveBuffer(fd: fd, to: 1 << 20)
         self.socket = socket
     }
 
