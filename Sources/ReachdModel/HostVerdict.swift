@@ -77,13 +77,16 @@ public struct HostVerdict: Sendable {
             return judged(address)
         }
         let overall = judged(first)
-        return Verdict(
+        var verdict = Verdict(
             target: host, reachable: overall.reachable, status: overall.status, metered: overall.metered,
             meteredReason: overall.meteredReason, interface: overall.interface, flags: overall.flags,
             reason: overall.reachable ? nil : overall.reason, family: first.family,
             ipv4: family(.ipv4), ipv6: family(.ipv6), addresses: addresses,
-            reasonCode: overall.reachable ? nil : overall.reasonCode
+            reasonCode: overall.reachable ? nil : overall.reasonCode,
+            meteredState: overall.meteredState, meteredSource: overall.meteredSource
         )
+        verdict.captivePortal = overall.reachable ? overall.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
+        return verdict
     }
 
     /// One address: the route the kernel chose, and the link it leaves on.
@@ -100,7 +103,7 @@ public struct HostVerdict: Sendable {
                 return FamilyVerdict(reachable: true, status: .other, flags: [.reachable, .isLocalAddress, .isDirect],
                                      interface: link.name, kind: .other, kindSource: "local address")
             }
-            let linkClass = classifier.classify(link, manager: snapshot.managerMetered[link.name])
+            let linkClass = classifier.classify(link, in: snapshot)
             var flags: ReachabilityFlags = linkClass.transient ? [.transientConnection] : []
             if linkClass.ignored {
                 return .unreachable(.ignoredInterface, "route to \(address) leaves on \(link.name), which the configuration ignores", interface: link.name)
@@ -117,7 +120,9 @@ public struct HostVerdict: Sendable {
             let exempt = unmetered.contains { $0.covers(host: host, address: address) }
             return FamilyVerdict(
                 reachable: true, status: ReachabilityStatus(kind: linkClass.kind), flags: flags,
-                metered: linkClass.metered && !exempt, meteredReason: exempt ? nil : linkClass.meteredReason,
+                metered: linkClass.metered && !exempt,
+                meteredState: exempt ? .no : linkClass.meteredState, meteredSource: exempt ? .config : linkClass.meteredSource,
+                meteredReason: exempt ? nil : linkClass.meteredReason,
                 interface: link.name, kind: linkClass.kind, kindSource: linkClass.source, gateway: gateway
             )
         }

@@ -38,7 +38,11 @@ public struct InterfaceRule: Hashable, Sendable {
 /// How reachd judges one interface.
 public struct InterfaceClass: Hashable, Sendable {
     public var kind: InterfaceKind
-    public var metered: Bool
+    /// `yes` or `guess-yes` (as GLib counts it).
+    public var metered: Bool { meteredState.isMetered }
+    public var meteredState: MeteredState
+    /// Who decided `meteredState`; nil while it is `unknown`.
+    public var meteredSource: MeteredSource?
     /// Why the link is metered, e.g. `interface kind wwan` or `config: usb*`; nil when unmetered.
     public var meteredReason: String?
     /// A tunnel or dial-up link (tun, wireguard, ppp): Apple's transientConnection.
@@ -48,10 +52,11 @@ public struct InterfaceClass: Hashable, Sendable {
     /// What decided the kind, e.g. `sysfs DEVTYPE=wlan` or `name wl*`.
     public var source: String
 
-    public init(kind: InterfaceKind, metered: Bool = false, meteredReason: String? = nil,
+    public init(kind: InterfaceKind, meteredState: MeteredState = .unknown, meteredSource: MeteredSource? = nil, meteredReason: String? = nil,
                 transient: Bool = false, ignored: Bool = false, source: String) {
         self.kind = kind
-        self.metered = metered
+        self.meteredState = meteredState
+        self.meteredSource = meteredSource
         self.meteredReason = meteredReason
         self.transient = transient
         self.ignored = ignored
@@ -60,16 +65,31 @@ public struct InterfaceClass: Hashable, Sendable {
 }
 
 /// Decides an interface's kind: configuration, then sysfs, then naming conventions, then the netlink link kind;
-/// and whether it is metered: configuration, then NetworkManager's flag, then the kind (wwan).
+/// and whether it is metered, the first that speaks: configuration, NetworkManager, networkd's DHCP lease
+/// (`ANDROID_METERED`), a tethering device (driver or Bluetooth PAN), the kind (wwan); else a guess of no.
 public struct InterfaceClassifier: Hashable, Sendable {
     public var rules: [InterfaceRule]
+    /// The sources below NetworkManager that may speak (`[metered]` in the configuration).
+    public var meteredSources: MeteredSources
 
-    public init(rules: [InterfaceRule] = []) { self.rules = rules }
+    public init(rules: [InterfaceRule] = [], meteredSources: MeteredSources = .all) {
+        self.rules = rules
+        self.meteredSources = meteredSources
+    }
 
     private static let transientKinds: Set<String> = ["tun", "tap", "wireguard", "ppp", "gre", "gretap", "ipip", "sit", "vti", "ip6tnl"]
 
-    /// `manager`: NetworkManager's `Metered` for the device, when NetworkManager manages it.
-    public func classify(_ link: LinkInfo, manager: ManagerMetered? = nil) -> InterfaceClass {
+    /// Drivers of USB tethering, with what they are.
+    static let tetheringDrivers: [String: String] = ["ipheth": "iPhone USB tethering", "rndis_host": "USB tethering"]
+
+    /// Classifies `link` with what the snapshot knows of it from NetworkManager and networkd.
+    public func classify(_ link: LinkInfo, in snapshot: NetworkSnapshot) -> InterfaceClass {
+        classify(link, manager: snapshot.managerMetered[link.name], networkd: snapshot.networkd[link.index])
+    }
+
+    /// `manager`: NetworkManager's `Metered` for the device, when NetworkManager manages it;
+    /// `networkd`: what networkd's state files say of the link.
+    public func classify(_ link: LinkInfo, manager: ManagerMetered? = nil, networkd: NetworkdLinkFacts? = nil) -> InterfaceClass {
         let rule = rules.first { $0.matches(link.name) }
         var result = detect(link)
         if let rule {
@@ -79,17 +99,39 @@ public struct InterfaceClassifier: Hashable, Sendable {
             }
             if rule.ignore { result.ignored = true }
         }
-        if let metered = rule?.metered, let rule {
-            result.metered = metered
-            result.meteredReason = metered ? "config: \(rule.match)" : nil
-        } else if let manager, let metered = manager.metered {
-            result.metered = metered
-            result.meteredReason = metered ? "NetworkManager: \(manager.name)" : nil
-        } else if result.kind == .wwan {
-            result.metered = true
-            result.meteredReason = "interface kind wwan"
-        }
+        let decision = meteredDecision(link, kind: result.kind, rule: rule, manager: manager, networkd: networkd)
+        result.meteredState = decision.state
+        result.meteredSource = decision.source
+        result.meteredReason = decision.state.isMetered ? decision.reason : nil
         return result
+    }
+
+    /// The first source that speaks, with its reason.
+    private func meteredDecision(
+        _ link: LinkInfo, kind: InterfaceKind, rule: InterfaceRule?, manager: ManagerMetered?, networkd: NetworkdLinkFacts?
+    ) -> (state: MeteredState, source: MeteredSource, reason: String) {
+        if let rule, let metered = rule.metered {
+            return (metered ? .yes : .no, .config, "config: \(rule.match)")
+        }
+        if let manager, let state = MeteredState(manager) {
+            return (state, .networkManager, "NetworkManager: \(manager.name)")
+        }
+        let lease = meteredSources.contains(.dhcp) ? networkd?.androidMetered : nil
+        if lease == true {
+            return (.guessYes, .dhcp, "DHCP: ANDROID_METERED (networkd lease)")
+        }
+        if meteredSources.contains(.tethering) {
+            if let driver = link.sysfs.driver, let what = Self.tetheringDrivers[driver] {
+                return (.guessYes, .driver, "driver \(driver) (\(what))")
+            }
+            if link.sysfs.devtype == "bluetooth" {
+                return (.guessYes, .driver, "sysfs DEVTYPE=bluetooth (Bluetooth PAN)")
+            }
+        }
+        if kind == .wwan {
+            return (.guessYes, .kind, "interface kind wwan")
+        }
+        return lease == false ? (.guessNo, .dhcp, "DHCP: no ANDROID_METERED") : (.guessNo, .kind, "interface kind \(kind.rawValue)")
     }
 
     /// Detection without configuration: sysfs, name, link kind.

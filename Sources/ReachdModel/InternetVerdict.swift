@@ -27,7 +27,7 @@ public struct InternetVerdict: Sendable {
             chosen = (.ipv6, v6)
         }
         let family = chosen.1
-        return Verdict(
+        var verdict = Verdict(
             target: "internet",
             reachable: family.reachable,
             status: family.status,
@@ -39,8 +39,12 @@ public struct InternetVerdict: Sendable {
             family: family.reachable ? chosen.0 : nil,
             ipv4: v4,
             ipv6: v6,
-            reasonCode: family.reachable ? nil : family.reasonCode
+            reasonCode: family.reachable ? nil : family.reasonCode,
+            meteredState: family.meteredState,
+            meteredSource: family.meteredSource
         )
+        verdict.captivePortal = family.reachable ? family.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
+        return verdict
     }
 
     /// The verdict for one family's default route.
@@ -59,7 +63,7 @@ public struct InternetVerdict: Sendable {
             guard route.type == .unicast else { continue }
             for hop in route.nexthops {
                 guard let link = snapshot.links[hop.interfaceIndex] else { continue }
-                let linkClass = classifier.classify(link, manager: snapshot.managerMetered[link.name])
+                let linkClass = classifier.classify(link, in: snapshot)
                 if linkClass.ignored { continue }
                 // The kernel marks next hops over a device that is down dead and flushes them.
                 if !link.flags.contains(.up) {
@@ -102,6 +106,8 @@ public struct InternetVerdict: Sendable {
             status: ReachabilityStatus(kind: linkClass.kind),
             flags: flags,
             metered: linkClass.metered,
+            meteredState: linkClass.meteredState,
+            meteredSource: linkClass.meteredSource,
             meteredReason: linkClass.meteredReason,
             interface: link.name,
             kind: linkClass.kind,

@@ -23,11 +23,14 @@ public struct SysfsFacts: Hashable, Sendable {
     public var hasWireless: Bool
     /// The `phy80211` link exists (cfg80211 device).
     public var hasPhy80211: Bool
+    /// The device's driver (`device/driver`'s name: `ipheth`, `rndis_host`, `e1000e` ...); nil for virtual links.
+    public var driver: String?
 
-    public init(devtype: String? = nil, hasWireless: Bool = false, hasPhy80211: Bool = false) {
+    public init(devtype: String? = nil, hasWireless: Bool = false, hasPhy80211: Bool = false, driver: String? = nil) {
         self.devtype = devtype
         self.hasWireless = hasWireless
         self.hasPhy80211 = hasPhy80211
+        self.driver = driver
     }
 
     /// No sysfs information (device absent or not readable).
@@ -216,6 +219,10 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var routeGeneration: UInt64 = 0
     /// NetworkManager's `Metered` of the device carrying each interface (by name), when NetworkManager runs.
     public var managerMetered: [String: ManagerMetered] = [:]
+    /// What networkd's state files say of each link (by index), where networkd runs.
+    public var networkd: [Int32: NetworkdLinkFacts] = [:]
+    /// The last answer of each announced captive-portal API (by its URL), where reachd asks them.
+    public var portalStatus: [String: CaptivePortalStatus] = [:]
 
     public init(
         links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], defaultRoutes: [Route] = [],

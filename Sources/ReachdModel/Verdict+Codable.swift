@@ -34,7 +34,8 @@ extension ClassicStatus: Decodable {}
 
 extension FamilyVerdict: Decodable {
     private enum CodingKeys: String, CodingKey {
-        case reachable, status, flags, metered, meteredReason, interface, kind, kindSource, gateway, metric, reason, reasonCode
+        case reachable, status, flags, metered, meteredReason, meteredState, meteredSource, interface, kind, kindSource, gateway, metric, reason,
+            reasonCode
     }
 
     public init(from decoder: any Decoder) throws {
@@ -44,6 +45,8 @@ extension FamilyVerdict: Decodable {
             status: try c.decode(ReachabilityStatus.self, forKey: .status),
             flags: try c.decode(ReachabilityFlags.self, forKey: .flags),
             metered: try c.decode(Bool.self, forKey: .metered),
+            meteredState: try c.decodeIfPresent(String.self, forKey: .meteredState).flatMap(MeteredState.init(rawValue:)),
+            meteredSource: try c.decodeIfPresent(String.self, forKey: .meteredSource).flatMap(MeteredSource.init(rawValue:)),
             meteredReason: try c.decodeIfPresent(String.self, forKey: .meteredReason),
             interface: try c.decodeIfPresent(String.self, forKey: .interface),
             kind: try c.decodeIfPresent(InterfaceKind.self, forKey: .kind),
@@ -58,8 +61,8 @@ extension FamilyVerdict: Decodable {
 
 extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
-        case target, reachable, status, metered, meteredReason, interface, flags, reason, reasonCode, family, classicStatus, ipv4, ipv6, addresses,
-            connectivity
+        case target, reachable, status, metered, meteredReason, meteredState, meteredSource, interface, flags, reason, reasonCode, family,
+            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal
     }
 
     public init(from decoder: any Decoder) throws {
@@ -77,9 +80,34 @@ extension Verdict: Decodable {
             ipv4: try c.decode(FamilyVerdict.self, forKey: .ipv4),
             ipv6: try c.decode(FamilyVerdict.self, forKey: .ipv6),
             addresses: try c.decodeIfPresent([IPAddress].self, forKey: .addresses),
-            reasonCode: try c.decodeIfPresent(String.self, forKey: .reasonCode).flatMap(ReasonCode.init(rawValue:))
+            reasonCode: try c.decodeIfPresent(String.self, forKey: .reasonCode).flatMap(ReasonCode.init(rawValue:)),
+            meteredState: try c.decodeIfPresent(String.self, forKey: .meteredState).flatMap(MeteredState.init(rawValue:)),
+            meteredSource: try c.decodeIfPresent(String.self, forKey: .meteredSource).flatMap(MeteredSource.init(rawValue:))
         )
         connectivity = try c.decodeIfPresent(Connectivity.self, forKey: .connectivity) ?? .unknown
+        captivePortal = try c.decodeIfPresent(CaptivePortal.self, forKey: .captivePortal)
+    }
+}
+
+extension CaptivePortal: Decodable {
+    private enum CodingKeys: String, CodingKey {
+        case apiURL, captive, userPortalURL, venueInfoURL, canExtendSession, secondsRemaining, bytesRemaining
+    }
+
+    /// The API URL, and the answer's fields when `captive` is there (null before the API answered).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(apiURL: try c.decode(String.self, forKey: .apiURL))
+        if let captive = try c.decodeIfPresent(Bool.self, forKey: .captive) {
+            status = CaptivePortalStatus(
+                captive: captive,
+                userPortalURL: try c.decodeIfPresent(String.self, forKey: .userPortalURL),
+                venueInfoURL: try c.decodeIfPresent(String.self, forKey: .venueInfoURL),
+                canExtendSession: try c.decodeIfPresent(Bool.self, forKey: .canExtendSession),
+                secondsRemaining: try c.decodeIfPresent(UInt64.self, forKey: .secondsRemaining),
+                bytesRemaining: try c.decodeIfPresent(UInt64.self, forKey: .bytesRemaining)
+            )
+        }
     }
 }
 

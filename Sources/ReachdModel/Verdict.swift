@@ -22,6 +22,10 @@ public struct FamilyVerdict: Hashable, Sendable {
     public var status: ReachabilityStatus
     public var flags: ReachabilityFlags
     public var metered: Bool
+    /// NetworkManager's five states; `metered` is true for `yes` and `guess-yes`.
+    public var meteredState: MeteredState
+    /// Who decided `meteredState`.
+    public var meteredSource: MeteredSource?
     public var meteredReason: String?
     public var interface: String?
     public var kind: InterfaceKind?
@@ -36,6 +40,7 @@ public struct FamilyVerdict: Hashable, Sendable {
 
     public init(
         reachable: Bool, status: ReachabilityStatus, flags: ReachabilityFlags, metered: Bool = false,
+        meteredState: MeteredState? = nil, meteredSource: MeteredSource? = nil,
         meteredReason: String? = nil, interface: String? = nil, kind: InterfaceKind? = nil, kindSource: String? = nil,
         gateway: IPAddress? = nil, metric: UInt32? = nil, reason: String? = nil, reasonCode: ReasonCode? = nil
     ) {
@@ -43,6 +48,8 @@ public struct FamilyVerdict: Hashable, Sendable {
         self.status = status
         self.flags = flags
         self.metered = metered
+        self.meteredState = meteredState ?? MeteredState(metered: metered, reachable: reachable)
+        self.meteredSource = meteredSource
         self.meteredReason = meteredReason
         self.interface = interface
         self.kind = kind
@@ -66,6 +73,10 @@ public struct Verdict: Hashable, Sendable {
     public var reachable: Bool
     public var status: ReachabilityStatus
     public var metered: Bool
+    /// NetworkManager's five states; `metered` is true for `yes` and `guess-yes`.
+    public var meteredState: MeteredState
+    /// Who decided `meteredState`.
+    public var meteredSource: MeteredSource?
     public var meteredReason: String?
     public var interface: String?
     public var flags: ReachabilityFlags
@@ -79,18 +90,23 @@ public struct Verdict: Hashable, Sendable {
     public var ipv6: FamilyVerdict
     /// For a host target: its addresses in the order the system tries them; nil for `internet`.
     public var addresses: [IPAddress]?
-    /// For `internet`: what the connectivity check says (`unknown` without a check).
+    /// For `internet`: what the connectivity check says (`unknown` without a check), or the captive-portal API.
     public var connectivity: Connectivity = .unknown
+    /// The captive portal the network announced on the path's link (RFC 8910), with its API's answer.
+    public var captivePortal: CaptivePortal?
 
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,
         interface: String?, flags: ReachabilityFlags, reason: String?, family: IPAddress.Family?,
-        ipv4: FamilyVerdict, ipv6: FamilyVerdict, addresses: [IPAddress]? = nil, reasonCode: ReasonCode? = nil
+        ipv4: FamilyVerdict, ipv6: FamilyVerdict, addresses: [IPAddress]? = nil, reasonCode: ReasonCode? = nil,
+        meteredState: MeteredState? = nil, meteredSource: MeteredSource? = nil
     ) {
         self.target = target
         self.reachable = reachable
         self.status = status
         self.metered = metered
+        self.meteredState = meteredState ?? MeteredState(metered: metered, reachable: reachable)
+        self.meteredSource = meteredSource
         self.meteredReason = meteredReason
         self.interface = interface
         self.flags = flags

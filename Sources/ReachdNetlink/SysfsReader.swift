@@ -16,8 +16,19 @@ public struct SysfsReader: Sendable {
         return SysfsFacts(
             devtype: Self.devtype(inUevent: Self.readFile( "\(directory)/uevent")),
             hasWireless: Self.exists("\(directory)/wireless"),
-            hasPhy80211: Self.exists("\(directory)/phy80211")
+            hasPhy80211: Self.exists("\(directory)/phy80211"),
+            driver: Self.linkName("\(directory)/device/driver")
         )
+    }
+
+    /// The last component of a symbolic link's target (`.../drivers/ipheth` → `ipheth`); nil when absent.
+    static func linkName(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBufferPointer { readlink(path, $0.baseAddress!, $0.count) }
+        guard n > 0, n < buffer.count else { return nil }
+        let target = String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let name = target.split(separator: "/").last.map(String.init)
+        return name?.isEmpty == false ? name : nil
     }
 
     /// The `DEVTYPE=` value of a uevent file's text.

@@ -80,4 +80,57 @@ final class ClassifierTests: XCTestCase {
             XCTAssertEqual(result.meteredReason, reason, line: UInt(line))
         }
     }
+
+    /// Each source in the order of precedence, with the state, the source and the reason it gives.
+    func testMeteredSourcesInOrderOfPrecedence() {
+        let classifier = InterfaceClassifier(rules: [InterfaceRule(match: "cfg*", metered: false), InterfaceRule(match: "cfy*", metered: true)])
+        let meteredLease = NetworkdLinkFacts(androidMetered: true), plainLease = NetworkdLinkFacts(androidMetered: false)
+        let ipheth = SysfsFacts(driver: "ipheth"), rndis = SysfsFacts(driver: "rndis_host"), bluetooth = SysfsFacts(devtype: "bluetooth")
+        let table: [(String, SysfsFacts, ManagerMetered?, NetworkdLinkFacts?, MeteredState, MeteredSource, String?, Int)] = [
+            ("cfg0", rndis, .yes, meteredLease, .no, .config, nil, #line),
+            ("cfy0", .none, .no, nil, .yes, .config, "config: cfy*", #line),
+            ("eth0", rndis, .guessNo, meteredLease, .guessNo, .networkManager, nil, #line),
+            ("eth0", .none, .unknown, meteredLease, .guessYes, .dhcp, "DHCP: ANDROID_METERED (networkd lease)", #line),
+            ("eth0", ipheth, nil, plainLease, .guessYes, .driver, "driver ipheth (iPhone USB tethering)", #line),
+            ("enx0", rndis, nil, nil, .guessYes, .driver, "driver rndis_host (USB tethering)", #line),
+            ("bnep0", bluetooth, nil, nil, .guessYes, .driver, "sysfs DEVTYPE=bluetooth (Bluetooth PAN)", #line),
+            ("enx0", SysfsFacts(driver: "cdc_ether"), nil, nil, .guessNo, .kind, nil, #line),
+            ("wwan0", .none, nil, plainLease, .guessYes, .kind, "interface kind wwan", #line),
+            ("eth0", .none, nil, plainLease, .guessNo, .dhcp, nil, #line),
+            ("eth0", .none, nil, nil, .guessNo, .kind, nil, #line),
+        ]
+        for (name, sysfs, manager, networkd, state, source, reason, line) in table {
+            let result = classifier.classify(Fixture.link(3, name, sysfs: sysfs), manager: manager, networkd: networkd)
+            XCTAssertEqual(result.meteredState, state, line: UInt(line))
+            XCTAssertEqual(result.meteredSource, source, line: UInt(line))
+            XCTAssertEqual(result.metered, state == .yes || state == .guessYes, line: UInt(line))
+            XCTAssertEqual(result.meteredReason, reason, line: UInt(line))
+        }
+    }
+
+    /// `[metered] dhcp = false` and `tethering = false` silence those sources, and nothing else.
+    func testSourcesTheConfigurationTurnedOffDoNotSpeak() {
+        let lease = NetworkdLinkFacts(androidMetered: true)
+        let quiet = InterfaceClassifier(meteredSources: [])
+        XCTAssertEqual(quiet.classify(Fixture.link(3, "eth0"), networkd: lease).meteredState, .guessNo)
+        XCTAssertEqual(quiet.classify(Fixture.link(3, "eth0", sysfs: SysfsFacts(driver: "ipheth"))).meteredState, .guessNo)
+        XCTAssertEqual(quiet.classify(Fixture.link(3, "wwan0")).meteredSource, .kind)
+        XCTAssertEqual(InterfaceClassifier(meteredSources: .dhcp).classify(Fixture.link(3, "eth0"), networkd: lease).meteredSource, .dhcp)
+        XCTAssertEqual(InterfaceClassifier(meteredSources: .tethering).classify(Fixture.link(3, "eth0"), networkd: lease).meteredState, .guessNo)
+    }
+
+    /// The internet verdict takes the lease of the link it leaves on (by index) from the snapshot.
+    func testTheInternetVerdictReadsTheLeaseOfItsLink() {
+        var snapshot = NetworkSnapshot(links: [Fixture.link(2, "eth0")], addresses: [Fixture.v4(2, "192.0.2.2")],
+                                       defaultRoutes: [Fixture.defaultRoute(via: "192.0.2.1", dev: 2)])
+        XCTAssertEqual(InternetVerdict().verdict(for: snapshot).meteredState, .guessNo)
+        let index: Int32 = 2
+        snapshot.networkd[index] = NetworkdLinkFacts(androidMetered: true)
+        let verdict = InternetVerdict().verdict(for: snapshot)
+        XCTAssertTrue(verdict.metered)
+        XCTAssertEqual(verdict.meteredState, .guessYes)
+        XCTAssertEqual(verdict.meteredSource, .dhcp)
+        snapshot.networkd = [index + 100: NetworkdLinkFacts(androidMetered: true)]
+        XCTAssertFalse(InternetVerdict().verdict(for: snapshot).metered, "another link's lease")
+    }
 }

@@ -10,7 +10,7 @@ final class SysfsReaderTests: XCTestCase {
     override func setUpWithError() throws {
         root = NSTemporaryDirectory() + "reachd-sysfs-\(getpid())-\(UUID().uuidString)"
         let fm = FileManager.default
-        for name in ["wlp1", "wwp2", "phy3", "wext4", "eth0"] {
+        for name in ["wlp1", "wwp2", "phy3", "wext4", "eth0", "enx5", "enx6", "bnep0", "enx7"] {
             try fm.createDirectory(atPath: "\(root)/class/net/\(name)", withIntermediateDirectories: true)
         }
         try "INTERFACE=wlp1\nDEVTYPE=wlan\nIFINDEX=3\n".write(toFile: "\(root)/class/net/wlp1/uevent", atomically: true, encoding: .utf8)
@@ -19,6 +19,12 @@ final class SysfsReaderTests: XCTestCase {
         try fm.createDirectory(atPath: "\(root)/class/net/phy3/../../ieee80211/phy0", withIntermediateDirectories: true)
         try fm.createDirectory(atPath: "\(root)/class/net/wext4/wireless", withIntermediateDirectories: true)
         try "INTERFACE=eth0\nIFINDEX=2\n".write(toFile: "\(root)/class/net/eth0/uevent", atomically: true, encoding: .utf8)
+        // USB tethering: `device` is the USB interface, its `driver` links into the bus's drivers (the target need not exist).
+        for (name, driver) in [("enx5", "ipheth"), ("enx6", "rndis_host"), ("enx7", "cdc_ether")] {
+            try fm.createDirectory(atPath: "\(root)/class/net/\(name)/device", withIntermediateDirectories: true)
+            try fm.createSymbolicLink(atPath: "\(root)/class/net/\(name)/device/driver", withDestinationPath: "../../../../bus/usb/drivers/\(driver)")
+        }
+        try "DEVTYPE=bluetooth\nINTERFACE=bnep0\n".write(toFile: "\(root)/class/net/bnep0/uevent", atomically: true, encoding: .utf8)
     }
 
     override func tearDownWithError() throws {
@@ -32,6 +38,9 @@ final class SysfsReaderTests: XCTestCase {
         XCTAssertEqual(reader.facts(for: "phy3"), SysfsFacts(hasPhy80211: true))
         XCTAssertEqual(reader.facts(for: "wext4"), SysfsFacts(hasWireless: true))
         XCTAssertEqual(reader.facts(for: "eth0"), SysfsFacts())
+        XCTAssertEqual(reader.facts(for: "enx5"), SysfsFacts(driver: "ipheth"))
+        XCTAssertEqual(reader.facts(for: "enx6"), SysfsFacts(driver: "rndis_host"))
+        XCTAssertEqual(reader.facts(for: "bnep0"), SysfsFacts(devtype: "bluetooth"))
         XCTAssertEqual(reader.facts(for: "missing0"), .none)
         XCTAssertEqual(reader.facts(for: "../../etc"), .none)
     }
@@ -47,5 +56,22 @@ final class SysfsReaderTests: XCTestCase {
         XCTAssertEqual(kind("phy3"), .wifi)
         XCTAssertEqual(kind("wext4"), .wifi)
         XCTAssertEqual(kind("eth0"), .wired)
+    }
+
+    /// Tethering devices, as a fake sysfs tree shows them, are a guess of metered, the reason naming what decided it;
+    /// a USB Ethernet adapter (cdc_ether, also in docks) is not.
+    func testTetheringDevicesAreGuessedMetered() {
+        let reader = SysfsReader(root: root)
+        let classifier = InterfaceClassifier()
+        func judged(_ name: String) -> InterfaceClass {
+            classifier.classify(LinkInfo(index: 1, name: name, flags: [.up], sysfs: reader.facts(for: name)))
+        }
+        XCTAssertEqual(judged("enx5").meteredState, .guessYes)
+        XCTAssertEqual(judged("enx5").meteredReason, "driver ipheth (iPhone USB tethering)")
+        XCTAssertEqual(judged("enx6").meteredReason, "driver rndis_host (USB tethering)")
+        XCTAssertEqual(judged("bnep0").meteredReason, "sysfs DEVTYPE=bluetooth (Bluetooth PAN)")
+        XCTAssertEqual(judged("bnep0").meteredSource, .driver)
+        XCTAssertEqual(judged("enx7").meteredState, .guessNo)
+        XCTAssertFalse(judged("eth0").metered)
     }
 }
