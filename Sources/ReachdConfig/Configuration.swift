@@ -46,8 +46,13 @@ public struct Configuration: Hashable, Sendable {
     public var connectionsPerUser: Int?
     public var connections: Int?
 
+    /// `[metered]`: the metered sources below NetworkManager that may speak.
+    public var meteredSources: MeteredSources = .all
+    /// `[captive_portal] api`: ask the captive-portal API a network announces (RFC 8908).
+    public var captivePortalAPI = true
+
     /// The classifier these rules configure.
-    public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules) }
+    public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules, meteredSources: meteredSources) }
 
     /// The host judge these rules configure.
     public var hostJudge: HostVerdict { HostVerdict(classifier: classifier, unmetered: unmeteredDestinations) }
@@ -61,7 +66,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections", "metered", "captive_portal"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
@@ -178,6 +183,8 @@ extension Configuration {
             }
         }
         try readConnections(table["connections"])
+        try readMetered(table["metered"])
+        try readCaptivePortal(table["captive_portal"])
         if let value = table["connectivity"] {
             guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }
             connectivityCheck = try Self.connectivity(from: section)

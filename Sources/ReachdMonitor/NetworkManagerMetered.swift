@@ -2,7 +2,6 @@ import CSystemd
 import Logging
 import ReachdModel
 import ReachdServiceKit
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -154,37 +153,4 @@ private let managerDevicesChanged: sd_bus_message_handler_t = { message, context
     guard let message, let context else { return 0 }
     Unmanaged<NetworkManagerMetered>.fromOpaque(context).takeUnretainedValue().refreshFromCallback(message)
     return 0
-}
-
-/// Joins the kernel's snapshot with NetworkManager's metered flags and hands each result on, one at a time.
-package final class SnapshotMerger: Sendable {
-    private struct State {
-        var netlink: NetworkSnapshot?
-        var manager: [String: ManagerMetered] = [:]
-    }
-
-    private let state = Mutex(State())
-    private let publish: @Sendable (NetworkSnapshot) -> Void
-
-    package init(publish: @escaping @Sendable (NetworkSnapshot) -> Void) { self.publish = publish }
-
-    package func update(netlink snapshot: NetworkSnapshot) {
-        state.withLock { state in
-            state.netlink = snapshot
-            emit(state)
-        }
-    }
-
-    package func update(manager values: [String: ManagerMetered]) {
-        state.withLock { state in
-            state.manager = values
-            emit(state)
-        }
-    }
-
-    private func emit(_ state: State) {
-        guard var snapshot = state.netlink else { return }
-        snapshot.managerMetered = state.manager
-        publish(snapshot)
-    }
 }

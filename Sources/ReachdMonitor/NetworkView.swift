@@ -14,10 +14,13 @@ public final class NetworkView: StartedComponent {
         public var sysfsRoot: String
         /// Receive buffer of each netlink event socket, in bytes (`SO_RCVBUFFORCE`, else `SO_RCVBUF`).
         public var receiveBufferSize: Int
+        /// Where systemd-networkd keeps its state files (a fake tree in tests).
+        public var networkdRoot: String
 
-        public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20) {
+        public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20, networkdRoot: String = "/run/systemd/netif") {
             self.sysfsRoot = sysfsRoot
             self.receiveBufferSize = receiveBufferSize
+            self.networkdRoot = networkdRoot
         }
     }
 
@@ -27,6 +30,7 @@ public final class NetworkView: StartedComponent {
     /// The netlink watcher (the daemon runs it as a service of its group).
     package let watcher: NetlinkWatcher
     private let manager: NetworkManagerMetered?
+    private let networkd: NetworkdStateFiles?
     private let merger: SnapshotMerger
     private let metrics: (any NetworkMetrics)?
 
@@ -38,7 +42,7 @@ public final class NetworkView: StartedComponent {
         let hosts = try HostMonitor(
             judge: configuration.hostJudge, refreshSeconds: configuration.hostRefreshSeconds, resolver: resolver, logger: logger
         )
-        let merger = SnapshotMerger { snapshot in
+        let merger = SnapshotMerger(keepsCaptivePortals: configuration.captivePortalAPI) { snapshot in
             let published = hub.update(snapshot: snapshot)
             if let published {
                 logger.info("verdict", metadata: published.logMetadata)
@@ -50,6 +54,7 @@ public final class NetworkView: StartedComponent {
         self.hosts = hosts
         self.merger = merger
         manager = NetworkManagerMetered.start(on: networkManager, merger: merger, logger: logger)
+        networkd = configuration.readsNetworkd ? NetworkdStateFiles.start(root: options.networkdRoot, merger: merger, logger: logger) : nil
         watcher = NetlinkWatcher(sysfsRoot: options.sysfsRoot, receiveBufferSize: options.receiveBufferSize, logger: logger)
         self.metrics = metrics
         if let metrics {
@@ -57,6 +62,9 @@ public final class NetworkView: StartedComponent {
             hosts.setRejudgedObserver { metrics.hostsRejudged(in: $0) }
         }
     }
+
+    /// Takes the captive-portal APIs' last answers (by API URL) into the verdicts.
+    package func update(portalStatus: [String: CaptivePortalStatus]) { merger.update(portalStatus: portalStatus) }
 
     /// Resynchronisations of the netlink caches so far.
     package var resynchronisations: Int { watcher.resynchronisationCount }
@@ -75,6 +83,7 @@ public final class NetworkView: StartedComponent {
     package func stopWatching() {
         watcher.stop()
         manager?.stop()
+        networkd?.stop()
         hosts.stop()
     }
 

@@ -2,7 +2,8 @@ import ReachdModel
 import Synchronization
 
 /// Owns the current network snapshot, the connectivity check's result and the published internet verdict;
-/// tells observers about each change once, in order.
+/// tells observers about each change once, in order. Where the network announced a captive-portal API and it
+/// answered, its word (`portal` while captive, else `full`) is the connectivity, before the check's.
 public final class VerdictHub: Sendable {
     /// Identifies an observer for `removeObserver`.
     public struct ObserverID: Hashable, Sendable {
@@ -21,7 +22,11 @@ public final class VerdictHub: Sendable {
         /// The verdict for the current snapshot with the check's word on it.
         mutating func record(at time: Timestamp) -> StampedVerdict? {
             var verdict = engine.verdict(for: snapshot)
-            if checking { verdict.connectivity = verdict.reachable ? connectivity : .none }
+            if verdict.reachable, let word = verdict.captivePortal?.connectivity {
+                verdict.connectivity = word
+            } else if checking {
+                verdict.connectivity = verdict.reachable ? connectivity : .none
+            }
             return tracker.record(verdict, at: time)
         }
     }

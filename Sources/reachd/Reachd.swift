@@ -43,6 +43,9 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Where sysfs is mounted, for interface classification.")
     var sysfsRoot: String = "/sys"
 
+    @Option(help: "Where systemd-networkd keeps its state files (DHCP leases, announced captive portals).")
+    var networkdRoot: String = "/run/systemd/netif"
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -81,7 +84,7 @@ struct Reachd: AsyncParsableCommand {
                 options: DaemonOptions(
                     socketPath: path,
                     configuration: configuration,
-                    watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer),
+                    watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer, networkdRoot: networkdRoot),
                     limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
                     bus: Bus(rawValue: bus) ?? .system,
                     networkManager: Bus(rawValue: networkmanager) ?? .system

@@ -70,6 +70,21 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try Configuration(toml: "[connections]\ntotal = 100\n").connections, 100)
     }
 
+    /// `[metered]` turns the DHCP and tethering sources off one by one; `[captive_portal] api` the RFC 8908 queries.
+    func testMeteredSourcesAndCaptivePortal() throws {
+        let defaults = try Configuration(toml: "")
+        XCTAssertEqual(defaults.classifier.meteredSources, .all)
+        XCTAssertTrue(defaults.captivePortalAPI)
+        XCTAssertTrue(defaults.readsNetworkd)
+        let noDHCP = try Configuration(toml: "[metered]\ndhcp = false\n")
+        XCTAssertEqual(noDHCP.classifier.meteredSources, .tethering)
+        XCTAssertEqual(noDHCP.hostJudge.classifier.meteredSources, .tethering)
+        let none = try Configuration(toml: "[metered]\ndhcp = false\ntethering = false\n[captive_portal]\napi = false\n")
+        XCTAssertEqual(none.meteredSources, [])
+        XCTAssertFalse(none.captivePortalAPI)
+        XCTAssertFalse(none.readsNetworkd)
+    }
+
     /// Finished jobs are kept at most 10 years: the scheduler counts in microseconds, and a larger value (up to
     /// Int64.max) would overflow there at every start.
     func testKeepFinishedSecondsIsBoundedToTenYears() throws {
@@ -136,6 +151,11 @@ final class ConfigurationTests: XCTestCase {
             ("[connections]\nper_user = 10\ntotal = 5", "connections: \"total\" (5) must be at least \"per_user\" (10)"),
             ("[connections]\nidle = 5", "connections: unknown key \"idle\""),
             ("connections = 5", "\"connections\" must be a table"),
+            ("[metered]\ndhcp = \"no\"", "metered: \"dhcp\" must be true or false"),
+            ("[metered]\nnetworkmanager = false", "metered: unknown key \"networkmanager\""),
+            ("metered = false", "\"metered\" must be a table"),
+            ("[captive_portal]\napi = 0", "captive_portal: \"api\" must be true or false"),
+            ("[captive_portal]\nurl = \"https://a/\"", "captive_portal: unknown key \"url\""),
         ]
         for (text, expected) in table {
             XCTAssertThrowsError(try Configuration(toml: text), text) { error in

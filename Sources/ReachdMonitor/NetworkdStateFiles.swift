@@ -1,0 +1,214 @@
+import Logging
+import ReachdModel
+import ReachdServiceKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// systemd-networkd's state files as a source: each link's DHCPv4 lease (`leases/IFINDEX`: option 43's
+/// `ANDROID_METERED`) and link file (`links/IFINDEX`: the captive-portal URI networkd ≥ 254 records),
+/// followed with inotify on both directories, so a renewal or a new network is seen without polling.
+///
+/// networkd calls these files private data: they are parsed tolerantly (`NetworkdLease`,
+/// `NetworkdLinkState`), and a file that cannot be read is "no information" with one log line. Only
+/// networkd (root or systemd-network) can write there. When the directories do not exist yet, their nearest
+/// parent is watched until they appear.
+package final class NetworkdStateFiles: @unchecked Sendable {
+    /// Where networkd keeps its state.
+    package static let defaultRoot = "/run/systemd/netif"
+
+    private static let directoryEvents = UInt32(IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+    private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
+
+    private let root: String
+    private let logger: Logger
+    private let onChange: @Sendable ([Int32: NetworkdLinkFacts]) -> Void
+    private let inotify: Int32
+    private let thread: PollThread
+    // Only touched by `start` (before the thread runs) and on the thread.
+    private var watches: [Int32: String] = [:]
+    private var facts: [Int32: NetworkdLinkFacts] = [:]
+    private var problems: [Int32: String] = [:]
+
+    /// `onChange` gets every new map of interface index → facts (on this source's thread, and once in `start`).
+    package init(root: String = NetworkdStateFiles.defaultRoot, logger: Logger,
+                 onChange: @escaping @Sendable ([Int32: NetworkdLinkFacts]) -> Void) throws {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { throw NetworkdStateError(call: "inotify_init1", code: errno) }
+        do {
+            thread = try PollThread()
+        } catch {
+            close(fd)
+            throw NetworkdStateError(call: "pipe", code: error.code)
+        }
+        inotify = fd
+        self.root = root
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    /// Follows networkd's state files into `merger`, or nil (with a warning) when inotify cannot be used.
+    package static func start(root: String, merger: SnapshotMerger, logger: Logger) -> NetworkdStateFiles? {
+        do {
+            let source = try NetworkdStateFiles(root: root, logger: logger) { merger.update(networkd: $0) }
+            try source.start()
+            return source
+        } catch {
+            logger.warning("networkd: its state files cannot be followed (\(error)); no DHCP metered or captive-portal information")
+            return nil
+        }
+    }
+
+    deinit {
+        thread.stop()
+        close(inotify)
+    }
+
+    /// Reads every file once (published before this returns), then follows changes on a thread of its own.
+    package func start() throws {
+        arm()
+        rescan()
+        if watches.values.contains("leases") {
+            logger.info("networkd: following DHCP leases and link state", metadata: ["directory": "\(root)"])
+        }
+        do {
+            try thread.start(
+                descriptors: { [inotify] in ([pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)], -1) },
+                ready: { [unowned self] outcome in
+                    if case .ready(let fds) = outcome, fds.first?.revents ?? 0 != 0 { drain() }
+                }
+            )
+        } catch {
+            throw NetworkdStateError(call: "pthread_create", code: error.code)
+        }
+    }
+
+    package func stop() { thread.stop() }
+
+    /// Watches `leases/` and `links/`; where one is missing, the nearest existing parent instead.
+    private func arm() {
+        for name in ["leases", "links"] {
+            let wd = inotify_add_watch(inotify, "\(root)/\(name)", Self.directoryEvents)
+            if wd >= 0 {
+                watches[wd] = name
+                continue
+            }
+            for parent in [root, String(root[..<(root.lastIndex(of: "/") ?? root.endIndex)])] where !parent.isEmpty {
+                let wd = inotify_add_watch(inotify, parent, Self.parentEvents)
+                if wd >= 0 {
+                    watches[wd] = parent
+                    break
+                }
+            }
+        }
+    }
+
+    /// Reads the pending events: a lease or link file changed (read that link again), or a directory
+    /// appeared or went away, or the queue overflowed (watch again, read everything).
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var changed: Set<Int32> = []
+        var everything = false
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(inotify, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            var offset = 0
+            while offset + MemoryLayout<inotify_event>.size <= n {
+                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
+                let nameStart = offset + MemoryLayout<inotify_event>.size
+                let nameEnd = min(n, nameStart + Int(event.len))
+                let name = buffer[nameStart..<nameEnd].prefix { $0 != 0 }
+                offset = nameEnd
+                let directory = watches[event.wd]
+                if event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0
+                    || (directory != "leases" && directory != "links") {
+                    if event.mask & UInt32(IN_IGNORED) != 0 { watches[event.wd] = nil }
+                    everything = true
+                } else if let index = Self.interfaceIndex(name) {
+                    changed.insert(index)
+                }
+            }
+        }
+        if everything {
+            arm()
+            rescan()
+        } else if !changed.isEmpty {
+            var updated = facts
+            for index in changed { updated[index] = read(index) }
+            publish(updated)
+        }
+    }
+
+    /// A file name made of digits only (networkd's temporary files start with `.#`).
+    private static func interfaceIndex<Name: Collection<UInt8>>(_ name: Name) -> Int32? {
+        guard !name.isEmpty, name.count <= 10, name.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int32(String(decoding: name, as: UTF8.self))
+    }
+
+    /// Reads every link that has a lease or a link file.
+    private func rescan() {
+        var indices: Set<Int32> = []
+        for name in ["leases", "links"] {
+            guard let directory = opendir("\(root)/\(name)") else { continue }
+            defer { closedir(directory) }
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                if let index = Self.interfaceIndex(name) { indices.insert(index) }
+            }
+        }
+        var updated: [Int32: NetworkdLinkFacts] = [:]
+        for index in indices { updated[index] = read(index) }
+        publish(updated)
+    }
+
+    /// What the lease and link files of one link say; nil when they say nothing.
+    private func read(_ index: Int32) -> NetworkdLinkFacts? {
+        var link = NetworkdLinkFacts()
+        if let bytes = Self.contents(of: "\(root)/leases/\(index)", limit: NetworkdLease.maximumSize) {
+            switch NetworkdLease.parse(bytes) {
+            case .success(let lease):
+                problems[index] = nil
+                link.androidMetered = lease.androidMetered
+            case .failure(let problem):
+                if problems[index] != problem.description {
+                    problems[index] = problem.description
+                    logger.warning("networkd: the DHCP lease of interface \(index) cannot be read (\(problem)); no DHCP metered information for it")
+                }
+            }
+        }
+        if let bytes = Self.contents(of: "\(root)/links/\(index)", limit: NetworkdLease.maximumSize) {
+            link.captivePortal = NetworkdLinkState.captivePortal(in: bytes)
+        }
+        return link == NetworkdLinkFacts() ? nil : link
+    }
+
+    private func publish(_ updated: [Int32: NetworkdLinkFacts]) {
+        guard updated != facts else { return }
+        facts = updated
+        onChange(updated)
+    }
+
+    /// A file's bytes, at most `limit + 1` of them (so that an oversized file is seen as one); nil when it cannot be opened.
+    private static func contents(of path: String, limit: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count <= limit {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes.append(contentsOf: buffer.prefix(n))
+        }
+        return bytes
+    }
+}
+
+/// A system call of `NetworkdStateFiles` failed with this errno.
+package struct NetworkdStateError: Error, CustomStringConvertible {
+    package var call: String
+    package var code: Int32
+    package var description: String { "\(call): \(String(cString: strerror(code)))" }
+}

@@ -1,0 +1,61 @@
+import ReachdModel
+import Synchronization
+
+/// Joins the kernel's snapshot with NetworkManager's metered flags and networkd's link facts, and hands
+/// each result on, one at a time.
+package final class SnapshotMerger: Sendable {
+    private struct State {
+        var netlink: NetworkSnapshot?
+        var manager: [String: ManagerMetered] = [:]
+        var networkd: [Int32: NetworkdLinkFacts] = [:]
+        var portalStatus: [String: CaptivePortalStatus] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let keepsCaptivePortals: Bool
+    private let publish: @Sendable (NetworkSnapshot) -> Void
+
+    /// `keepsCaptivePortals`: false drops the portals networkd records (`[captive_portal] api = false`).
+    package init(keepsCaptivePortals: Bool = true, publish: @escaping @Sendable (NetworkSnapshot) -> Void) {
+        self.keepsCaptivePortals = keepsCaptivePortals
+        self.publish = publish
+    }
+
+    package func update(netlink snapshot: NetworkSnapshot) {
+        state.withLock { state in
+            state.netlink = snapshot
+            emit(state)
+        }
+    }
+
+    package func update(manager values: [String: ManagerMetered]) {
+        state.withLock { state in
+            state.manager = values
+            emit(state)
+        }
+    }
+
+    package func update(networkd facts: [Int32: NetworkdLinkFacts]) {
+        state.withLock { state in
+            state.networkd = facts
+            emit(state)
+        }
+    }
+
+    /// The captive-portal APIs' last answers, by API URL.
+    package func update(portalStatus: [String: CaptivePortalStatus]) {
+        state.withLock { state in
+            guard state.portalStatus != portalStatus else { return }
+            state.portalStatus = portalStatus
+            emit(state)
+        }
+    }
+
+    private func emit(_ state: State) {
+        guard var snapshot = state.netlink else { return }
+        snapshot.managerMetered = state.manager
+        snapshot.networkd = keepsCaptivePortals ? state.networkd : state.networkd.mapValues { NetworkdLinkFacts(androidMetered: $0.androidMetered) }
+        snapshot.portalStatus = state.portalStatus
+        publish(snapshot)
+    }
+}
