@@ -11,6 +11,8 @@ extension BusMessage {
             ("Status", .string(verdict.status.rawValue)),
             ("Metered", .bool(verdict.metered)),
             ("MeteredReason", .string(verdict.meteredReason ?? "")),
+            ("MeteredState", .string(verdict.meteredState.rawValue)),
+            ("MeteredSource", .string(verdict.meteredSource?.rawValue ?? "")),
             ("Interface", .string(verdict.interface ?? "")),
             ("Flags", .strings(verdict.flags.names)),
             ("Reason", .string(verdict.reason ?? "")),

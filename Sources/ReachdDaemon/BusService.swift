@@ -98,10 +98,21 @@ public final class BusService: @unchecked Sendable {
             "Status": .string(verdict.status.rawValue),
             "Metered": .bool(verdict.metered),
             "MeteredReason": .string(verdict.meteredReason ?? ""),
+            "MeteredState": .string(verdict.meteredState.rawValue),
+            "MeteredSource": .string(verdict.meteredSource?.rawValue ?? ""),
             "Interface": .string(verdict.interface ?? ""),
             "Flags": .strings(verdict.flags.names),
             "Connectivity": .string(verdict.connectivity.rawValue),
+            "CaptivePortalAPI": .string(verdict.captivePortal?.apiURL ?? ""),
+            "CaptivePortalURL": .string(verdict.captivePortal?.status?.userPortalURL ?? ""),
+            "CaptivePortalSecondsRemaining": .int64(Self.count(verdict.captivePortal?.status?.secondsRemaining)),
+            "CaptivePortalBytesRemaining": .int64(Self.count(verdict.captivePortal?.status?.bytesRemaining)),
         ]
+    }
+
+    /// A count as D-Bus `x`: -1 for unknown (and the largest value for a count beyond it).
+    private static func count(_ value: UInt64?) -> Int64 {
+        value.map { Int64(clamping: $0) } ?? -1
     }
 }
 

@@ -19,6 +19,7 @@ public final class DaemonMetrics: Sendable {
     private let watchedHosts: Gauge
     private let rejudge: DurationHistogram
     private let connectivity: [Connectivity: Gauge]
+    private let meteredStates: [MeteredState: Gauge]
     private let state = Mutex(State())
     /// Subscribed connections, counted by the socket server's event loops.
     package let subscribers = Atomic<Int>(0)
@@ -50,6 +51,12 @@ public final class DaemonMetrics: Sendable {
                                                  labels: [("state", state.rawValue)])
         }
         self.connectivity = connectivity
+        var meteredStates: [MeteredState: Gauge] = [:]
+        for state in MeteredState.allCases {
+            meteredStates[state] = registry.gauge("reachd_metered_state", help: "1 for the metered state of the link to the internet now (yes, no, guess-yes, guess-no, unknown), 0 for the others.",
+                                                  labels: [("state", state.rawValue)])
+        }
+        self.meteredStates = meteredStates
         // The known reasons start at 0, so that a rate over them works before the first drop.
         for reason in ["events_unread", "replies_unread"] { _ = dropCounter(reason) }
     }
@@ -60,10 +67,12 @@ public final class DaemonMetrics: Sendable {
         reachable.set(verdict.reachable ? 1.0 : 0.0)
         metered.set(verdict.metered ? 1.0 : 0.0)
         for (state, gauge) in connectivity { gauge.set(state == verdict.connectivity ? 1.0 : 0.0) }
+        for (state, gauge) in meteredStates { gauge.set(state == verdict.meteredState ? 1.0 : 0.0) }
         if stamped.sequence > 1 { changes.increment() }
         lastChange.set(Double(stamped.timestamp.microseconds) / 1e6)
-        let info = registry.gauge("reachd_path_info", help: "1 for the path to the internet now: its interface, interface kind and status.",
-                                  labels: [("interface", verdict.interface ?? ""), ("kind", (verdict.family == .ipv6 ? verdict.ipv6 : verdict.ipv4).kind?.rawValue ?? ""), ("status", verdict.status.rawValue)])
+        let info = registry.gauge("reachd_path_info", help: "1 for the path to the internet now: its interface, interface kind, status and what decided whether it is metered.",
+                                  labels: [("interface", verdict.interface ?? ""), ("kind", (verdict.family == .ipv6 ? verdict.ipv6 : verdict.ipv4).kind?.rawValue ?? ""),
+                                           ("metered_source", verdict.meteredSource?.rawValue ?? ""), ("status", verdict.status.rawValue)])
         info.set(1.0)
         let old = state.withLock { state -> Gauge? in
             defer { state.info = info; state.lastChange = stamped.timestamp }

@@ -46,6 +46,7 @@ enum ReplyWriter {
         if let addresses = v.addresses {
             key("addresses", &out); array(addresses, &out) { string($0.description, &$1) }; comma(&out)
         }
+        key("captivePortal", &out); optional(v.captivePortal, &out, write); comma(&out)
         key("classicStatus", &out); string(v.classicStatus.rawValue, &out); comma(&out)
         if v.addresses == nil { key("connectivity", &out); string(v.connectivity.rawValue, &out); comma(&out) }
         key("family", &out); optional(v.family?.rawValue, &out); comma(&out)
@@ -55,6 +56,8 @@ enum ReplyWriter {
         key("ipv6", &out); write(v.ipv6, &out); comma(&out)
         key("metered", &out); bool(v.metered, &out); comma(&out)
         key("meteredReason", &out); optional(v.meteredReason, &out); comma(&out)
+        key("meteredSource", &out); optional(v.meteredSource?.rawValue, &out); comma(&out)
+        key("meteredState", &out); string(v.meteredState.rawValue, &out); comma(&out)
         key("reachable", &out); bool(v.reachable, &out); comma(&out)
         key("reason", &out); optional(v.reason, &out); comma(&out)
         key("reasonCode", &out); optional(v.reasonCode?.rawValue, &out); comma(&out)
@@ -77,6 +80,8 @@ enum ReplyWriter {
         key("kindSource", &out); optional(f.kindSource, &out); comma(&out)
         key("metered", &out); bool(f.metered, &out); comma(&out)
         key("meteredReason", &out); optional(f.meteredReason, &out); comma(&out)
+        key("meteredSource", &out); optional(f.meteredSource?.rawValue, &out); comma(&out)
+        key("meteredState", &out); string(f.meteredState.rawValue, &out); comma(&out)
         key("metric", &out)
         if let metric = f.metric { out.append(contentsOf: String(metric).utf8) } else { null(&out) }
         comma(&out)
@@ -84,6 +89,20 @@ enum ReplyWriter {
         key("reason", &out); optional(f.reason, &out); comma(&out)
         key("reasonCode", &out); optional(f.reasonCode?.rawValue, &out); comma(&out)
         key("status", &out); string(f.status.rawValue, &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A captive portal: the announced API and the fields of its last answer (null before it answered).
+    static func write(_ portal: CaptivePortal, _ out: inout [UInt8]) {
+        let status = portal.status
+        out.append(UInt8(ascii: "{"))
+        key("apiURL", &out); string(portal.apiURL, &out); comma(&out)
+        key("bytesRemaining", &out); optional(status?.bytesRemaining, &out) { number($0, &$1) }; comma(&out)
+        key("canExtendSession", &out); optional(status?.canExtendSession, &out) { bool($0, &$1) }; comma(&out)
+        key("captive", &out); optional(status?.captive, &out) { bool($0, &$1) }; comma(&out)
+        key("secondsRemaining", &out); optional(status?.secondsRemaining, &out) { number($0, &$1) }; comma(&out)
+        key("userPortalURL", &out); optional(status?.userPortalURL, &out); comma(&out)
+        key("venueInfoURL", &out); optional(status?.venueInfoURL, &out)
         out.append(UInt8(ascii: "}"))
     }
 
@@ -124,6 +143,12 @@ enum ReplyWriter {
     private static func optional(_ value: String?, _ out: inout [UInt8]) {
         if let value { string(value, &out) } else { null(&out) }
     }
+
+    private static func optional<T>(_ value: T?, _ out: inout [UInt8], _ write: (T, inout [UInt8]) -> Void) {
+        if let value { write(value, &out) } else { null(&out) }
+    }
+
+    private static func number(_ value: UInt64, _ out: inout [UInt8]) { out.append(contentsOf: String(value).utf8) }
 
     private static func array<T>(_ items: [T], _ out: inout [UInt8], _ element: (T, inout [UInt8]) -> Void) {
         out.append(UInt8(ascii: "["))

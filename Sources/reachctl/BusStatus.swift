@@ -25,6 +25,8 @@ enum BusStatus {
             family: nil, ipv4: .unreachable(.noRoute, ""), ipv6: .unreachable(.noRoute, "")
         )
         verdict.connectivity = Connectivity(rawValue: try string(bus, "Connectivity")) ?? .unknown
+        verdict.meteredState = MeteredState(rawValue: try string(bus, "MeteredState")) ?? verdict.meteredState
+        verdict.meteredSource = MeteredSource(rawValue: try string(bus, "MeteredSource"))
         return verdict
     }
 

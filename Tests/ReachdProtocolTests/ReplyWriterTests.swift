@@ -26,10 +26,13 @@ final class ReplyWriterTests: XCTestCase {
     func testInternetVerdictShape() {
         let stamped = StampedVerdict(verdict: InternetVerdict().verdict(for: NetworkSnapshot()), sequence: 1,
                                      timestamp: Timestamp(microseconds: 0))
-        let nobody = #"{"flags":[],"gateway":null,"interface":null,"kind":null,"kindSource":null,"metered":false,"meteredReason":null,"metric":null,"reachable":false,"#
-        XCTAssertEqual(stamped.json, #"{"classicStatus":"notReachable","connectivity":"unknown","family":null,"flags":[],"interface":null,"ipv4":"#
+        let nobody = #"{"flags":[],"gateway":null,"interface":null,"kind":null,"kindSource":null,"metered":false,"meteredReason":null,"#
+            + #""meteredSource":null,"meteredState":"unknown","metric":null,"reachable":false,"#
+        XCTAssertEqual(stamped.json, #"{"captivePortal":null,"classicStatus":"notReachable","connectivity":"unknown","family":null,"flags":[],"#
+            + #""interface":null,"ipv4":"#
             + nobody + #""reason":"no IPv4 default route","reasonCode":"no-route","status":"unreachable"},"ipv6":"#
             + nobody + #""reason":"no IPv6 default route","reasonCode":"no-route","status":"unreachable"},"metered":false,"meteredReason":null,"#
+            + #""meteredSource":null,"meteredState":"unknown","#
             + #""reachable":false,"reason":"no IPv4 default route","reasonCode":"no-route","sequence":1,"status":"unreachable","target":"internet","#
             + #""timestamp":"1970-01-01T00:00:00.000000Z"}"#)
     }
@@ -56,5 +59,27 @@ final class ReplyWriterTests: XCTestCase {
         XCTAssertTrue(text.hasSuffix(#""timestamp":"2026-11-22T03:52:02.000001Z"}"#), text)
         let line = Reply.event(verdict: stamped).encodedLine()
         XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+    }
+
+    /// The metered state and source, and a captive portal before and after its API answered, are written and read back.
+    func testMeteredStateAndCaptivePortalRoundTrip() throws {
+        let link = LinkInfo(index: 2, name: "dhcp0", flags: [.up, .running, .lowerUp], carrier: true)
+        var snapshot = NetworkSnapshot(links: [link], addresses: [InterfaceAddress(interfaceIndex: 2, address: IPAddress("203.0.113.12")!, prefixLength: 24)],
+                                       defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("203.0.113.1"))])])
+        snapshot.networkd[2] = NetworkdLinkFacts(androidMetered: true, captivePortal: "https://portal.test:8443/capport")
+        var stamped = StampedVerdict(verdict: InternetVerdict().verdict(for: snapshot), sequence: 3, timestamp: Timestamp(microseconds: 0))
+        XCTAssertEqual(stamped.verdict.meteredSource, .dhcp)
+        XCTAssertTrue(stamped.json.contains(#""captivePortal":{"apiURL":"https://portal.test:8443/capport","bytesRemaining":null,"#
+            + #""canExtendSession":null,"captive":null,"secondsRemaining":null,"userPortalURL":null,"venueInfoURL":null}"#), stamped.json)
+        XCTAssertTrue(stamped.json.contains(#""meteredSource":"DHCP","meteredState":"guess-yes""#), stamped.json)
+        let unanswered = stamped
+        snapshot.portalStatus["https://portal.test:8443/capport"] = CaptivePortalStatus(
+            captive: false, userPortalURL: "https://portal.test:8443/login", canExtendSession: true, secondsRemaining: 600, bytesRemaining: 1_000_000_000)
+        stamped.verdict = InternetVerdict().verdict(for: snapshot)
+        XCTAssertTrue(stamped.json.contains(#""bytesRemaining":1000000000,"canExtendSession":true,"captive":false,"secondsRemaining":600,"#), stamped.json)
+        for verdict in [unanswered, stamped] {
+            let line = Reply.subscribed(id: .number(1), verdicts: [verdict]).encodedLine()
+            XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .subscribed(id: .number(1), verdicts: [verdict]))
+        }
     }
 }
