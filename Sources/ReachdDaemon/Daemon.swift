@@ -46,7 +46,7 @@ public enum Daemon {
 
     /// The start-up steps in order, each part added to `services` once started: the network judged (the first
     /// snapshot), the socket bound, the metrics endpoint listening, the D-Bus name taken; then the connectivity
-    /// check and systemd's readiness, which start when the group runs.
+    /// check, the captive-portal API queries and systemd's readiness, which start when the group runs.
     private static func start(_ options: DaemonOptions, logger: Logger, into services: inout DaemonServices) async throws {
         let metrics = options.configuration.metricsListen.map { _ in DaemonMetrics() }
         let network = try NetworkView(
@@ -81,6 +81,10 @@ public enum Daemon {
                 check: check, hub: hub, resolver: network.resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger
             )
             services.add(ConnectivityProberService(prober: prober, hub: hub))
+        }
+        if options.configuration.captivePortalAPI {
+            let monitor = CaptivePortalMonitor(view: network, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+            services.add(CaptivePortalMonitorService(monitor: monitor, hub: hub))
         }
         services.add(SystemdService(logger: logger) { hub.current?.verdict.systemdStatus ?? "starting" })
     }

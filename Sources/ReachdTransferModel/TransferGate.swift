@@ -1,7 +1,9 @@
 import ReachdModel
 
 /// Whether the route to a job's server lets it run now (the seeds' rule: large transfers wait for an
-/// unmetered route unless the user allowed metered use; small ones run anywhere reachable).
+/// unmetered route unless the user allowed metered use; small ones run anywhere reachable). Behind a captive
+/// portal that holds the client (RFC 8908 `captive`) every transfer waits; a portal's byte allowance
+/// (`bytes-remaining`) counts as a metered route.
 public struct TransferGate: Hashable, Sendable {
     /// Transfers larger than this many bytes (or of unknown size) are large.
     public var meteredThreshold: Int64
@@ -32,11 +34,17 @@ public struct TransferGate: Hashable, Sendable {
             let why = verdict.reason.map { " (\($0))" } ?? ""
             return .wait(reason: "deferred: \(host) is not reachable\(why); waits for a route to it")
         }
-        guard verdict.metered, !allowMetered else { return .run }
+        if let portal = verdict.captivePortal, portal.captive == true {
+            let page = portal.status?.userPortalURL ?? portal.apiURL
+            return .wait(reason: "deferred: route to \(host) is held by a captive portal (\(page.terminalSafe)); waits until it lets traffic through")
+        }
+        let limited = verdict.captivePortal?.status?.bytesRemaining != nil
+        guard verdict.metered || limited, !allowMetered else { return .run }
         if size == nil && !sizeChecked { return .needSize }
         guard isLarge(size) else { return .run }
         let via = verdict.interface.map { " (\($0))" } ?? ""
         let what = size.map { "\($0) bytes exceed the metered threshold of \(meteredThreshold)" } ?? "size unknown"
-        return .wait(reason: "deferred: route to \(host) is metered\(via), \(what); waits for an unmetered route or --allow-metered")
+        let route = verdict.metered ? "is metered" : "has a captive portal's byte allowance"
+        return .wait(reason: "deferred: route to \(host) \(route)\(via), \(what); waits for an unmetered route or --allow-metered")
     }
 }

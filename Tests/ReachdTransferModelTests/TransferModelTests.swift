@@ -86,6 +86,32 @@ final class TransferModelTests: XCTestCase {
         XCTAssertEqual([nil, 0, 10 * mib, 10 * mib + 1].map(gate.isLarge), [true, false, false, true])
     }
 
+    /// Behind a captive portal that holds the client every transfer waits, naming the portal; a portal's byte
+    /// allowance counts as a metered route; a portal that lets traffic through (or has not answered) changes nothing.
+    func testGateBehindACaptivePortal() {
+        let gate = TransferGate(meteredThreshold: 5)
+        var held = Self.routed(2)
+        held.captivePortal = CaptivePortal(apiURL: "https://portal.test/api",
+                                           status: CaptivePortalStatus(captive: true, userPortalURL: "https://portal.test/login"))
+        XCTAssertEqual(gate.decide(host: "h", verdict: held, size: 1, sizeChecked: true, allowMetered: true),
+                       .wait(reason: "deferred: route to h is held by a captive portal (https://portal.test/login); waits until it lets traffic through"))
+        held.captivePortal?.status?.userPortalURL = nil
+        XCTAssertEqual(gate.decide(host: "h", verdict: held, size: 1, sizeChecked: true, allowMetered: false),
+                       .wait(reason: "deferred: route to h is held by a captive portal (https://portal.test/api); waits until it lets traffic through"))
+        var allowance = Self.routed(2)
+        allowance.captivePortal = CaptivePortal(apiURL: "https://portal.test/api", status: CaptivePortalStatus(captive: false, bytesRemaining: 1000))
+        XCTAssertEqual(gate.decide(host: "h", verdict: allowance, size: 6, sizeChecked: true, allowMetered: false),
+                       .wait(reason: "deferred: route to h has a captive portal's byte allowance (eth0), 6 bytes exceed the metered threshold of 5"
+                             + "; waits for an unmetered route or --allow-metered"))
+        XCTAssertEqual(gate.decide(host: "h", verdict: allowance, size: 5, sizeChecked: true, allowMetered: false), .run)
+        XCTAssertEqual(gate.decide(host: "h", verdict: allowance, size: 6, sizeChecked: true, allowMetered: true), .run)
+        var open = Self.routed(2)
+        open.captivePortal = CaptivePortal(apiURL: "https://portal.test/api", status: CaptivePortalStatus(captive: false, secondsRemaining: 60))
+        XCTAssertEqual(gate.decide(host: "h", verdict: open, size: 6, sizeChecked: true, allowMetered: false), .run)
+        open.captivePortal?.status = nil
+        XCTAssertEqual(gate.decide(host: "h", verdict: open, size: 6, sizeChecked: true, allowMetered: false), .run)
+    }
+
     // MARK: ResumePlan
 
     func testResumeRequest() {
