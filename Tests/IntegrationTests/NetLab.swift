@@ -16,6 +16,8 @@ final class NetLab {
     var socketPath: String { directory + "/reachd.sock" }
     var logPath: String { directory + "/reachd.log" }
     var sysfsRoot: String { directory + "/sys" }
+    /// The daemon's networkd state directory (`--networkd-root`): the host's own is none of the tests' business.
+    var networkdRoot: String { directory + "/netif" }
     private var daemon: Process?
 
     /// Skips the test where namespaces cannot be made (not root, no iproute2).
@@ -133,12 +135,24 @@ final class NetLab {
         try uevent.write(toFile: dir + "/uevent", atomically: true, encoding: .utf8)
     }
 
+    /// Writes networkd's state file `KIND/IFINDEX` (`leases` or `links`) for link `name` as networkd does: a
+    /// temporary file renamed into place; nil `text` removes it.
+    func networkdFile(_ kind: String, of name: String, _ text: String?) throws {
+        let index = try run("ip -n \(host) -o link show \(name)").prefix { $0 != ":" }
+        let dir = "\(networkdRoot)/\(kind)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        guard let text else { return try FileManager.default.removeItem(atPath: "\(dir)/\(index)") }
+        try text.write(toFile: "\(dir)/.#\(index)", atomically: false, encoding: .utf8)
+        guard rename("\(dir)/.#\(index)", "\(dir)/\(index)") == 0 else { throw NSError(domain: "rename", code: Int(errno)) }
+    }
+
     // MARK: - Daemon
 
     /// Starts reachd inside the host namespace (behind `wrapper`, a command that execs the rest) and waits
     /// until its socket answers.
     func startDaemon(config: String? = nil, arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = []) throws {
-        var args = ["netns", "exec", host] + wrapper + [Self.binary("reachd"), "--socket", socketPath, "--sysfs-root", sysfsRoot, "--log-level", "debug"]
+        var args = ["netns", "exec", host] + wrapper + [Self.binary("reachd"), "--socket", socketPath, "--sysfs-root", sysfsRoot,
+                                                      "--networkd-root", networkdRoot, "--log-level", "debug"]
         if let config {
             let path = directory + "/reachd.toml"
             try config.write(toFile: path, atomically: true, encoding: .utf8)
