@@ -1,8 +1,8 @@
-# Helpers for systemtest/run: a cached Debian tree, a container booted from it with systemd as PID 1 in a
+# Helpers for systemtest/run and systemtest/networkd: a cached Debian tree, a container booted from it with systemd as PID 1 in a
 # network namespace of ours, commands inside it, and checks that print TAP lines. Sourced, not run.
 
 # The tree: debootstrap --variant=minbase of bookworm with what the package and the checks need, cached
-# under /var/tmp and rebuilt when this list changes.
+# under /var/tmp and rebuilt when this list changes (cached_tree SUITE PACKAGES makes others beside it).
 # libglib2.0-0 for the GIO module (a dependency of the package), python3-gi for the GLib program that checks it.
 TREE_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,dbus-user-session,libnl-route-3-200,libsystemd0,libsqlite3-0,iproute2,socat,procps,python3,libglib2.0-0,python3-gi
 CACHE_DIR=${SYSTEMTEST_CACHE:-/var/tmp/reachd-systemtest}
