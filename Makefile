@@ -31,7 +31,7 @@ DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlit
                 python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
                 gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0
 # make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
-# Debian with systemd as PID 1.
+# Debian with systemd as PID 1 (and dnsmasq-base and openssl from above for systemtest/networkd).
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
 SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
@@ -131,10 +131,12 @@ deb:
 	lintian --fail-on error --suppress-tags no-manual-page .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
 # The package as users install it, under real systemd (a booted Debian in systemd-nspawn) and the real
-# NetworkManager: systemtest/run (root).
+# NetworkManager: systemtest/run (root); then under the real systemd-networkd with dnsmasq as DHCP server
+# (metered from the lease on bookworm, a captive portal API on trixie): systemtest/networkd.
 systemtest: deb
 	$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(SYSTEMTEST_PACKAGES)"
 	systemtest/run .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
+	systemtest/networkd .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
 clean:
 	rm -rf .build .build-deb .build-fuzz

@@ -1,8 +1,8 @@
-# Helpers for systemtest/run: a cached Debian tree, a container booted from it with systemd as PID 1 in a
+# Helpers for systemtest/run and systemtest/networkd: a cached Debian tree, a container booted from it with systemd as PID 1 in a
 # network namespace of ours, commands inside it, and checks that print TAP lines. Sourced, not run.
 
 # The tree: debootstrap --variant=minbase of bookworm with what the package and the checks need, cached
-# under /var/tmp and rebuilt when this list changes.
+# under /var/tmp and rebuilt when this list changes (cached_tree SUITE PACKAGES makes others beside it).
 # libglib2.0-0 for the GIO module (a dependency of the package), python3-gi for the GLib program that checks it.
 TREE_PACKAGES=systemd,systemd-sysv,dbus,libpam-systemd,dbus-user-session,libnl-route-3-200,libsystemd0,libsqlite3-0,iproute2,socat,procps,python3,libglib2.0-0,python3-gi
 CACHE_DIR=${SYSTEMTEST_CACHE:-/var/tmp/reachd-systemtest}
@@ -20,17 +20,18 @@ debian_mirror() {
     echo "${uri:-http://deb.debian.org/debian}"
 }
 
-# Prints the path of the cached tree, building it first if needed (about 90 s, 260 MB).
+# cached_tree [SUITE [PACKAGES]]: prints the path of the cached tree of SUITE (bookworm) with PACKAGES
+# (TREE_PACKAGES), building it first if needed (about 90 s, 260 MB).
 cached_tree() {
-    local key tree scratch
-    key=$(echo "bookworm $TREE_PACKAGES" | sha256sum | cut -c1-12)
-    tree=$CACHE_DIR/bookworm-$key
+    local suite=${1:-bookworm} packages=${2:-$TREE_PACKAGES} key tree scratch
+    key=$(echo "$suite $packages" | sha256sum | cut -c1-12)
+    tree=$CACHE_DIR/$suite-$key
     if [ ! -e "$tree/.complete" ]; then
         mkdir -p "$CACHE_DIR"
         scratch=$(mktemp -d "$CACHE_DIR/building.XXXXXX")
-        log "debootstrap bookworm into $tree (cached for later runs)" >&2
-        debootstrap --variant=minbase --include="$TREE_PACKAGES" bookworm "$scratch" "$(debian_mirror)" >"$scratch.log" 2>&1 \
-            || { tail -n 20 "$scratch.log" >&2; rm -rf "$scratch"; die "debootstrap failed"; }
+        log "debootstrap $suite into $tree (cached for later runs)" >&2
+        debootstrap --variant=minbase --include="$packages" "$suite" "$scratch" "$(debian_mirror)" >"$scratch.log" 2>&1 \
+            || { tail -n 20 "$scratch.log" >&2; rm -rf "$scratch" "$scratch.log"; die "debootstrap $suite failed"; }
         rm -f "$scratch.log"
         touch "$scratch/.complete"
         rm -rf "$tree"
@@ -39,17 +40,20 @@ cached_tree() {
     echo "$tree"
 }
 
-# boot NAME TREE NETNS BIND: boots TREE read-only under an overlay (nothing it writes survives), with its
-# own cgroup so that several can run, in network namespace NETNS, with BIND (a host directory) at
-# /srv/pkg. Sets NSPAWN_PID and C (the container's PID 1) and waits for the system to be running.
+# boot NAME TREE NETNS BIND [OPTION...]: boots TREE read-only under an overlay (nothing it writes survives),
+# with its own cgroup so that several can run, in network namespace NETNS, with BIND (a host directory) at
+# /srv/pkg, and systemd-nspawn's OPTIONs (e.g. --capability=CAP_NET_ADMIN). Sets NSPAWN_PID and C (the
+# container's PID 1) and waits for the system to be running.
 boot() {
-    local name=$1 tree=$2 netns=$3 bind=$4 state=
+    local name=$1 tree=$2 netns=$3 bind=$4 state= options=
+    shift 4
+    [ $# = 0 ] || options=$(printf " '%s'" "$@")
     for h in systemd unified; do mkdir -p "/sys/fs/cgroup/$h/nspawn-$name"; done
     BOOT_LOG=$WORK/nspawn-$name.log
     setsid sh -c "echo \$\$ > /sys/fs/cgroup/systemd/nspawn-$name/cgroup.procs
                   echo \$\$ > /sys/fs/cgroup/unified/nspawn-$name/cgroup.procs
                   exec systemd-nspawn -D '$tree' -M '$name' --volatile=overlay -b --register=no --keep-unit \
-                       --console=read-only --network-namespace-path=/run/netns/$netns --bind-ro='$bind':/srv/pkg" \
+                       --console=read-only --network-namespace-path=/run/netns/$netns --bind-ro='$bind':/srv/pkg$options" \
         >"$BOOT_LOG" 2>&1 &
     NSPAWN_PID=$!
     CONTAINER=$name
