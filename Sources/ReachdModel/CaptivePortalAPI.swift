@@ -1,6 +1,4 @@
-import Foundation
-
-/// What a network announced as its captive-portal API (RFC 8910: DHCPv4 option 114, DHCPv6 103, RA 37).
+/// What a network announced as its captive-portal API (RFC 8910: DHCPv4 114, DHCPv6 103, RA 37).
 public enum CaptivePortalAnnouncement: Hashable, Sendable {
     /// `urn:ietf:params:capport:unrestricted`: the network says it has no captive portal.
     case unrestricted
@@ -9,36 +7,33 @@ public enum CaptivePortalAnnouncement: Hashable, Sendable {
     /// Anything else (plain http, not a URI, ...): ignored, with why.
     case rejected(String)
 
-    static let unrestrictedURN = "urn:ietf:params:capport:unrestricted"
-
+    /// Judges an announced URI: the unrestricted URN (any case), else an https URI (`CaptivePortalURI`), else rejected.
     public init(uri: String) {
-        if uri.lowercased() == Self.unrestrictedURN {
+        if uri.lowercased() == "urn:ietf:params:capport:unrestricted" {
             self = .unrestricted
-        } else if let url = CaptivePortalStatus.httpsURL(uri) {
-            self = .api(url)
+        } else if let why = CaptivePortalURI.rejection(of: uri) {
+            self = .rejected(why)
         } else {
-            self = .rejected(uri.lowercased().hasPrefix("https://") ? "not a usable https URI" : "not an https URI (RFC 8908 requires TLS)")
+            self = .api(uri)
         }
     }
 }
 
-/// The RFC 8908 API's answer (`application/captive+json`).
+/// The RFC 8908 API's answer.
 public struct CaptivePortalStatus: Hashable, Sendable {
-    /// The client is held back (it can still reach the portal and the API).
     public var captive: Bool
-    /// The page a user logs in at; kept only when https (RFC 8908: it MUST be reached over TLS).
+    /// The portal a user logs in on; only kept when an https URI (RFC 8908: MUST be TLS), else nil.
     public var userPortalURL: String?
-    /// A page about the venue; kept only when https.
+    /// The venue's information page; only kept when an https URI, else nil.
     public var venueInfoURL: String?
-    /// The user portal can extend the session.
     public var canExtendSession: Bool?
-    /// Seconds until the client is held back again.
     public var secondsRemaining: UInt64?
-    /// Bytes (both directions) until the client is held back again.
     public var bytesRemaining: UInt64?
 
-    public init(captive: Bool, userPortalURL: String? = nil, venueInfoURL: String? = nil, canExtendSession: Bool? = nil,
-                secondsRemaining: UInt64? = nil, bytesRemaining: UInt64? = nil) {
+    public init(
+        captive: Bool, userPortalURL: String? = nil, venueInfoURL: String? = nil, canExtendSession: Bool? = nil,
+        secondsRemaining: UInt64? = nil, bytesRemaining: UInt64? = nil
+    ) {
         self.captive = captive
         self.userPortalURL = userPortalURL
         self.venueInfoURL = venueInfoURL
@@ -49,91 +44,96 @@ public struct CaptivePortalStatus: Hashable, Sendable {
 
     /// Largest body parsed (64 KiB).
     public static let maximumBody = 64 * 1024
-    /// Longest URL kept.
-    static let maximumURL = 2048
 
-    private struct Body: Decodable {
-        var captive: Bool?
-        var userPortalURL: String?
-        var venueInfoURL: String?
-        var canExtendSession: Bool?
-        var secondsRemaining: UInt64?
-        var bytesRemaining: UInt64?
-
-        enum CodingKeys: String, CodingKey, CaseIterable {
-            case captive, userPortalURL = "user-portal-url", venueInfoURL = "venue-info-url", canExtendSession = "can-extend-session"
-            case secondsRemaining = "seconds-remaining", bytesRemaining = "bytes-remaining"
-        }
-    }
-
-    /// Reads the API's JSON: an object with a boolean `captive`; unknown keys are ignored, a known key of the
-    /// wrong type (a count that is negative, fractional or beyond UInt64 included) is an error, and a URL that is
-    /// not https, too long or holds a control character is dropped.
+    /// Reads an `application/captive+json` body. The top level must be an object with a boolean `captive`; unknown
+    /// keys are ignored; a known key of the wrong JSON type is `.wrongType(key)`, and so is a number that is not a
+    /// non-negative integer fitting `UInt64`. A URL that is not an acceptable https URI (`CaptivePortalURI`) is
+    /// dropped, not an error.
     public static func parse(_ body: [UInt8]) -> Result<CaptivePortalStatus, CaptivePortalProblem> {
         guard body.count <= maximumBody else { return .failure(.oversized(body.count)) }
-        let decoded: Body
-        do {
-            decoded = try JSONDecoder().decode(Body.self, from: Data(body))
+        let members: [String: JSONMember]
+        switch JSONTopLevelObject.parse(body) {
+        case .failure(let error): return .failure(.notJSONObject(error.reason))
+        case .success(let read): members = read
+        }
+        guard let captiveMember = members["captive"] else { return .failure(.missingCaptive) }
+        guard case .bool(let captive) = captiveMember else { return .failure(.wrongType("captive")) }
+        var status = CaptivePortalStatus(captive: captive)
+        do throws(CaptivePortalProblem) {
+            status.userPortalURL = try httpsURL(members, "user-portal-url")
+            status.venueInfoURL = try httpsURL(members, "venue-info-url")
+            status.canExtendSession = try bool(members, "can-extend-session")
+            status.secondsRemaining = try unsignedInteger(members, "seconds-remaining")
+            status.bytesRemaining = try unsignedInteger(members, "bytes-remaining")
         } catch {
-            return .failure(problem(error))
+            return .failure(error)
         }
-        guard let captive = decoded.captive else { return .failure(.missingCaptive) }
-        return .success(CaptivePortalStatus(
-            captive: captive, userPortalURL: decoded.userPortalURL.flatMap(httpsURL), venueInfoURL: decoded.venueInfoURL.flatMap(httpsURL),
-            canExtendSession: decoded.canExtendSession, secondsRemaining: decoded.secondsRemaining, bytesRemaining: decoded.bytesRemaining
-        ))
+        return .success(status)
     }
 
-    /// A decoding error as the key it is about, or as a body that is no JSON object.
-    private static func problem(_ error: any Error) -> CaptivePortalProblem {
-        let context: DecodingError.Context?
-        switch error as? DecodingError {
-        case .typeMismatch(_, let found), .valueNotFound(_, let found), .dataCorrupted(let found): context = found
-        default: context = nil
+    private static func httpsURL(_ members: [String: JSONMember], _ key: String) throws(CaptivePortalProblem) -> String? {
+        switch members[key] {
+        case nil: return nil
+        case .string(let url): return CaptivePortalURI.rejection(of: url) == nil ? url : nil
+        default: throw .wrongType(key)
         }
-        if let key = context?.codingPath.first?.stringValue { return .wrongType(key) }
-        if case .typeMismatch = error as? DecodingError { return .notJSONObject("the top level is not an object") }
-        return .notJSONObject("not JSON")
     }
 
-    /// `text` when it is an https URL with a host, at most `maximumURL` bytes of printable ASCII; else nil.
-    static func httpsURL(_ text: String) -> String? {
-        let bytes = Array(text.utf8)
-        guard bytes.count <= maximumURL, bytes.allSatisfy({ (0x21...0x7E).contains($0) }),
-              text.lowercased().hasPrefix("https://") else { return nil }
-        let host = text.dropFirst("https://".count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !host.isEmpty, !host.contains("@") else { return nil }
-        return text
+    private static func bool(_ members: [String: JSONMember], _ key: String) throws(CaptivePortalProblem) -> Bool? {
+        switch members[key] {
+        case nil: return nil
+        case .bool(let value): return value
+        default: throw .wrongType(key)
+        }
+    }
+
+    private static func unsignedInteger(_ members: [String: JSONMember], _ key: String) throws(CaptivePortalProblem) -> UInt64? {
+        guard let member = members[key] else { return nil }
+        guard let value = member.unsignedInteger else { throw .wrongType(key) }
+        return value
     }
 }
 
-/// Why an API answer says nothing.
+/// Why an RFC 8908 answer gave no status.
 public enum CaptivePortalProblem: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The body is larger than `CaptivePortalStatus.maximumBody`; the byte count.
     case oversized(Int)
+    /// Not JSON, or JSON whose top level is not an object; why.
     case notJSONObject(String)
+    /// The required `captive` is absent.
     case missingCaptive
-    /// A known key holds the wrong type.
+    /// A known key holds the wrong JSON type (or a number that is not an unsigned 64-bit integer); the key.
     case wrongType(String)
 
     public var description: String {
         switch self {
-        case .oversized(let count): "over \(CaptivePortalStatus.maximumBody) bytes (\(count))"
-        case .notJSONObject(let why): why
-        case .missingCaptive: "no \"captive\""
-        case .wrongType(let key): "\"\(key)\" has the wrong type"
+        case .oversized(let count): "captive portal API answer too large (\(count) bytes, at most \(CaptivePortalStatus.maximumBody))"
+        case .notJSONObject(let why): "captive portal API answer is not a JSON object (\(why))"
+        case .missingCaptive: "captive portal API answer has no \"captive\""
+        case .wrongType(let key): "captive portal API answer has \"\(key)\" of the wrong type"
         }
     }
 }
 
-/// When to ask a captive-portal API again.
-public enum CaptivePortalSchedule {
-    /// After a failed query (`status` nil): 5 s, doubling with each failure in a row, at most 300 s. While
-    /// captive: 10 s (the user is logging in). Not captive with `seconds-remaining` S: S − 30 s (so the
-    /// change is seen about when it happens), at least 5 s, at most 600 s. Not captive otherwise: 600 s.
-    public static func secondsUntilNextQuery(after status: CaptivePortalStatus?, failures: Int) -> Double {
-        guard let status else { return min(300, 5 * Double(1 << min(max(failures - 1, 0), 16))) }
-        if status.captive { return 10 }
-        guard let remaining = status.secondsRemaining else { return 600 }
-        return min(600, max(5, Double(remaining) - 30))
+/// The https URIs reachd accepts from a network (the API's, the user portal's, the venue's).
+enum CaptivePortalURI {
+    /// Why `uri` is not accepted, or nil: it must be at most 2048 bytes of printable ASCII (no space, no control
+    /// character), start with `https://` (the scheme in any case) and name a non-empty host.
+    static func rejection(of uri: String) -> String? {
+        guard !uri.isEmpty else { return "empty" }
+        guard isPrintableASCII(uri.utf8, upTo: 2048) else { return "over 2048 bytes, or a space, control or non-ASCII byte" }
+        guard uri.utf8.count >= 8, uri.prefix(8).lowercased() == "https://" else { return "not an https URI" }
+        guard hasHost(authority: uri.dropFirst(8).prefix { !"/?#".contains($0) }) else { return "no host" }
+        return nil
+    }
+
+    /// The authority `[userinfo@]host[:port]` names a host; an IPv6 literal is `[...]`.
+    private static func hasHost(authority: Substring) -> Bool {
+        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        if hostAndPort.first == "[" {
+            guard let close = hostAndPort.firstIndex(of: "]") else { return false }
+            return hostAndPort.distance(from: hostAndPort.startIndex, to: close) > 1
+        }
+        return !(hostAndPort.prefix { $0 != ":" }.isEmpty)
     }
 }

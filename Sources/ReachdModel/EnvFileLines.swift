@@ -1,20 +1,40 @@
-/// The `KEY=value` lines of a systemd state file (`parse_env_file`'s format): comments (`#`, `;`) and blank
-/// lines skipped, a line without `=` ignored, CR before LF dropped, optional double quotes around a value
-/// removed; a key given twice keeps its last value.
+/// systemd's `KEY=value` state files (networkd's `/run/systemd/netif/leases/IFINDEX` and `links/IFINDEX`), read as
+/// tolerantly as `parse_env_file`: lines end in LF or CRLF; blank lines, `#` and `;` comments and lines without `=`
+/// are skipped; key and value are trimmed of spaces and tabs; a value in double quotes loses them; the last line of a
+/// key wins. Works on the bytes as they are and copies nothing.
 enum EnvFileLines {
-    static func values(_ bytes: [UInt8]) -> [String: [UInt8]] {
-        var values: [String: [UInt8]] = [:]
-        for var line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            guard let first = line.first, first != UInt8(ascii: "#"), first != UInt8(ascii: ";"),
-                  let equals = line.firstIndex(of: UInt8(ascii: "=")) else { continue }
-            let key = String(decoding: line[..<equals], as: UTF8.self)
-            var value = line[line.index(after: equals)...]
-            if value.count >= 2, value.first == UInt8(ascii: "\""), value.last == UInt8(ascii: "\"") {
-                value = value.dropFirst().dropLast()
-            }
-            values[key] = Array(value)
+    /// The value of the last `key=` line, or nil when no line sets the key.
+    static func lastValue(of key: String, in bytes: [UInt8]) -> ArraySlice<UInt8>? {
+        let wanted = Array(key.utf8)
+        var found: ArraySlice<UInt8>?
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let end = rest.firstIndex(of: newline) ?? rest.endIndex
+            let line = rest[..<end]
+            rest = rest[(end < rest.endIndex ? end + 1 : end)...]
+            let text = trimmed(line.last == carriageReturn ? line.dropLast() : line)
+            guard let first = text.first, first != hash, first != semicolon,
+                  let equals = text.firstIndex(of: equalsSign),
+                  trimmed(text[..<equals]).elementsEqual(wanted)
+            else { continue }
+            found = unquoted(trimmed(text[(equals + 1)...]))
         }
-        return values
+        return found
     }
+
+    private static func trimmed(_ text: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var text = text
+        while let first = text.first, first == space || first == tab { text = text.dropFirst() }
+        while let last = text.last, last == space || last == tab { text = text.dropLast() }
+        return text
+    }
+
+    private static func unquoted(_ value: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        guard value.count >= 2, value.first == quote, value.last == quote else { return value }
+        return value.dropFirst().dropLast()
+    }
+
+    private static let newline = UInt8(ascii: "\n"), carriageReturn = UInt8(ascii: "\r")
+    private static let space = UInt8(ascii: " "), tab = UInt8(ascii: "\t"), quote = UInt8(ascii: "\"")
+    private static let hash = UInt8(ascii: "#"), semicolon = UInt8(ascii: ";"), equalsSign = UInt8(ascii: "=")
 }
