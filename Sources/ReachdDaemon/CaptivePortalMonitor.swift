@@ -9,7 +9,7 @@ import Synchronization
 /// timetable, and gives each answer to the verdicts (`NetworkView.update(portalStatus:)`): the connectivity
 /// is `portal` while the API says captive, `full` when it says not. It only ever contacts the announced URL,
 /// one query at a time.
-final class CaptivePortalMonitor: Sendable {
+final class CaptivePortalMonitor: InternetVerdictFollower {
     /// What a round of queries is about: a new API or another path starts a new round.
     private struct PathKey: Equatable {
         var apiURL: String

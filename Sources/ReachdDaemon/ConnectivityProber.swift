@@ -8,7 +8,7 @@ import Synchronization
 /// Runs the configured connectivity check after every change of the internet path (and, while it fails,
 /// again with backoff; while it succeeds, every `intervalSeconds`), and gives each result to the hub.
 /// It only ever contacts the configured URL.
-final class ConnectivityProber: Sendable {
+final class ConnectivityProber: InternetVerdictFollower {
     private struct State {
         /// What the last check was about: a new path starts a new round and outdates running checks.
         var path: PathKey?

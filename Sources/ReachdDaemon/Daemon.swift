@@ -80,11 +80,11 @@ public enum Daemon {
             let prober = ConnectivityProber(
                 check: check, hub: hub, resolver: network.resolver, group: MultiThreadedEventLoopGroup.singleton, logger: logger
             )
-            services.add(ConnectivityProberService(prober: prober, hub: hub))
+            services.add(VerdictFollowerService(follower: prober, hub: hub))
         }
         if options.configuration.captivePortalAPI {
             let monitor = CaptivePortalMonitor(view: network, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
-            services.add(CaptivePortalMonitorService(monitor: monitor, hub: hub))
+            services.add(VerdictFollowerService(follower: monitor, hub: hub))
         }
         services.add(SystemdService(logger: logger) { hub.current?.verdict.systemdStatus ?? "starting" })
     }
