@@ -47,6 +47,11 @@ final class TrackerAndTimestampTests: XCTestCase {
             defaultRoutes: [Fixture.defaultRoute(via: "203.0.113.1", dev: 4)]))
         XCTAssertEqual(wwan.summary, "reachable via WWAN (wwan0), metered (interface kind wwan)")
         XCTAssertEqual(InternetVerdict().verdict(for: NetworkSnapshot()).summary, "not reachable: no IPv4 default route")
+        var captive = wwan
+        captive.captivePortal = CaptivePortal(apiURL: "https://portal.test/api", status: CaptivePortalStatus(captive: true))
+        XCTAssertEqual(captive.summary, "reachable via WWAN (wwan0), metered (interface kind wwan), behind a captive portal (https://portal.test/api)")
+        captive.captivePortal?.status = CaptivePortalStatus(captive: false)
+        XCTAssertEqual(captive.summary, wwan.summary)
     }
 }
 
