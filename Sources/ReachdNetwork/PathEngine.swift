@@ -34,7 +34,7 @@ final class PathEngine: Sendable {
     func start() {
         feed.withLock { $0 = DaemonFeed.start { [weak self] word in self?.update { $0.daemon = word } } }
         var logger = Logger(label: "reachd-network")
-        logger.logLevel = .notice
+        logger.logLevel = .error
         do {
             let view = try NetworkView(
                 configuration: Configuration(), watcher: .init(), networkManager: .system, logger: logger,
