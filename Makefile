@@ -80,8 +80,10 @@ run: build
 	  $$bin/reachd $(ARGS); }
 
 # Examples/PathMonitorUsage: Apple's documented NWPathMonitor usage, a package of its own that depends on this one
-# by path and builds unchanged against ReachdNetwork; PathMonitorIntegrationTests runs it.
+# by path and builds unchanged against ReachdNetwork; PathMonitorIntegrationTests runs it. Its build plan is
+# dropped first: SwiftPM does not see a source file added to a path dependency until it plans again.
 path-monitor-usage: deps
+	rm -f Examples/PathMonitorUsage/.build/debug.yaml
 	$(SWIFT) build --package-path Examples/PathMonitorUsage
 
 test: deps gio-module path-monitor-usage

@@ -35,7 +35,8 @@ public struct NWPath: Equatable, CustomDebugStringConvertible, Sendable {
     /// The path's interface is metered (reachd's metered verdict: configuration, NetworkManager, the DHCP lease,
     /// tethering drivers, the interface kind).
     public let isExpensive: Bool
-    /// Always false: Linux has no Low Data Mode (see <doc:PortingGuide>).
+    /// The path's interface is configured as low-data (`[[interface]] constrained = true` in reachd's
+    /// configuration): Linux has no Low Data Mode of its own (see <doc:PortingGuide>).
     public let isConstrained: Bool
     /// An IPv4 default route is usable.
     public let supportsIPv4: Bool
@@ -53,13 +54,13 @@ public struct NWPath: Equatable, CustomDebugStringConvertible, Sendable {
     let usedInterfaces: [NWInterface]
 
     package init(status: Status, availableInterfaces: [NWInterface], usedInterfaces: [NWInterface], isExpensive: Bool,
-                 supportsIPv4: Bool, supportsIPv6: Bool, supportsDNS: Bool, gateways: [NWEndpoint]) {
+                 isConstrained: Bool, supportsIPv4: Bool, supportsIPv6: Bool, supportsDNS: Bool, gateways: [NWEndpoint]) {
         self.status = status
         unsatisfiedReason = .notAvailable
         self.availableInterfaces = availableInterfaces
         self.usedInterfaces = usedInterfaces
         self.isExpensive = isExpensive
-        isConstrained = false
+        self.isConstrained = isConstrained
         self.supportsIPv4 = supportsIPv4
         self.supportsIPv6 = supportsIPv6
         self.supportsDNS = supportsDNS
@@ -70,7 +71,7 @@ public struct NWPath: Equatable, CustomDebugStringConvertible, Sendable {
 
     /// The path before anything is known (and after `cancel`): unsatisfied, no interfaces.
     package static let unknown = NWPath(
-        status: .unsatisfied, availableInterfaces: [], usedInterfaces: [], isExpensive: false,
+        status: .unsatisfied, availableInterfaces: [], usedInterfaces: [], isExpensive: false, isConstrained: false,
         supportsIPv4: false, supportsIPv6: false, supportsDNS: false, gateways: []
     )
 

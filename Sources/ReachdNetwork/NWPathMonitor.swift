@@ -20,26 +20,29 @@ public final class NWPathMonitor: Sendable {
         var cancelled = false
     }
 
+    private let configuration: Configuration
     private let judge: PathJudge
     private let state = Mutex(State())
 
     /// A monitor of every interface type.
     public convenience init() {
-        self.init(judge: PathJudge(classifier: Configuration().classifier))
+        self.init(required: nil, prohibited: [])
     }
 
     /// A monitor of the best path over interfaces of `requiredInterfaceType` only.
     public convenience init(requiredInterfaceType: NWInterface.InterfaceType) {
-        self.init(judge: PathJudge(classifier: Configuration().classifier, required: requiredInterfaceType))
+        self.init(required: requiredInterfaceType, prohibited: [])
     }
 
     /// A monitor of the best path over interfaces of any type but `prohibitedInterfaceTypes`.
     public convenience init(prohibitedInterfaceTypes: [NWInterface.InterfaceType]) {
-        self.init(judge: PathJudge(classifier: Configuration().classifier, prohibited: prohibitedInterfaceTypes))
+        self.init(required: nil, prohibited: prohibitedInterfaceTypes)
     }
 
-    private init(judge: PathJudge) {
-        self.judge = judge
+    /// Reads the configuration (`REACHD_CONFIG`, else /etc/reachd/reachd.toml, else the defaults).
+    private init(required: NWInterface.InterfaceType?, prohibited: [NWInterface.InterfaceType]) {
+        configuration = MonitorConfiguration.load()
+        judge = PathJudge(classifier: configuration.classifier, required: required, prohibited: prohibited)
     }
 
     deinit {
@@ -85,7 +88,7 @@ public final class NWPathMonitor: Sendable {
 
     /// A new engine, recorded in `state`; the caller starts it outside the lock.
     private func makeEngine(_ state: inout State) -> PathEngine {
-        let engine = PathEngine(judge: judge) { [weak self] path in self?.receive(path) }
+        let engine = PathEngine(configuration: configuration, judge: judge) { [weak self] path in self?.receive(path) }
         state.engine = engine
         return engine
     }

@@ -18,13 +18,15 @@ final class PathEngine: Sendable {
         var stopped = false
     }
 
+    private let configuration: Configuration
     private let judge: PathJudge
     private let deliver: @Sendable (NWPath) -> Void
     private let state = Mutex(State())
     private let view = Mutex<NetworkView?>(nil)
     private let feed = Mutex<DaemonFeed?>(nil)
 
-    init(judge: PathJudge, deliver: @escaping @Sendable (NWPath) -> Void) {
+    init(configuration: Configuration, judge: PathJudge, deliver: @escaping @Sendable (NWPath) -> Void) {
+        self.configuration = configuration
         self.judge = judge
         self.deliver = deliver
     }
@@ -37,7 +39,7 @@ final class PathEngine: Sendable {
         logger.logLevel = .error
         do {
             let view = try NetworkView(
-                configuration: Configuration(), watcher: .init(), networkManager: .system, logger: logger,
+                configuration: configuration, watcher: .init(), networkManager: .system, logger: logger,
                 snapshots: { [weak self] snapshot in self?.update { $0.snapshot = snapshot } }
             )
             self.view.withLock { $0 = view }

@@ -38,12 +38,15 @@ package struct PathJudge: Sendable {
         for name in families.compactMap(\.interface) where !used.contains(where: { $0.name == name }) {
             if let interface = interfaces[name] { used.append(interface) }
         }
+        let link = snapshot.links.values.first { $0.name == verdict.interface }
+        let constrained = link.map { classifier.classify($0, in: snapshot).constrained } ?? false
         let expensive = daemon.flatMap { $0.interface == verdict.interface ? $0.metered : nil } ?? verdict.metered
         return NWPath(
             status: verdict.reachable ? .satisfied : .unsatisfied,
             availableInterfaces: available(in: snapshot, allowed: allowed, interfaces: interfaces),
             usedInterfaces: used,
             isExpensive: verdict.reachable && expensive,
+            isConstrained: verdict.reachable && constrained,
             supportsIPv4: verdict.ipv4.reachable,
             supportsIPv6: verdict.ipv6.reachable,
             supportsDNS: verdict.reachable && nameServer,

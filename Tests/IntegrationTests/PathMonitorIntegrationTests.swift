@@ -72,12 +72,24 @@ final class PathMonitorIntegrationTests: XCTestCase {
         try expect("no-cellular", "\(Self.wiredPath) interfaces=eth0 gateways=192.0.2.1:0")
     }
 
-    /// Starts the example in the lab's namespace with `socket` as reachd's (`REACHD_SOCKET`).
-    private func startUsage(socket: String) throws {
+    func testAConfiguredLowDataInterfaceIsConstrained() throws {
+        try startUsage(socket: lab.directory + "/no-reachd.sock", config: "[[interface]]\nmatch = \"eth0\"\nconstrained = true\n")
+        let constrainedWired = Self.wiredPath.replacingOccurrences(of: "constrained=false", with: "constrained=true")
+        try expect("all", "\(constrainedWired) interfaces=eth0,wwan0 gateways=192.0.2.1:0")
+        try expect("cellular", "\(Self.cellularPath) interfaces=wwan0 gateways=198.51.100.1:0")
+        try lab.ip("link set eth0 down")
+        try expect("all", "\(Self.cellularPath) interfaces=wwan0 gateways=198.51.100.1:0")
+    }
+
+    /// Starts the example in the lab's namespace with `socket` as reachd's (`REACHD_SOCKET`) and `config` as
+    /// its configuration (`REACHD_CONFIG`: the machine's /etc/reachd/reachd.toml is none of the test's business).
+    private func startUsage(socket: String, config: String = "") throws {
+        let configPath = lab.directory + "/path-monitor.toml"
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["ip", "netns", "exec", lab.host, try Self.usageBinary()]
-        process.environment = ProcessInfo.processInfo.environment.merging(["REACHD_SOCKET": socket]) { _, new in new }
+        process.environment = ProcessInfo.processInfo.environment.merging(["REACHD_SOCKET": socket, "REACHD_CONFIG": configPath]) { _, new in new }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

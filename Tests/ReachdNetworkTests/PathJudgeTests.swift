@@ -117,6 +117,14 @@ final class PathJudgeTests: XCTestCase {
         XCTAssertEqual(names(PathJudge(classifier: ignoring).path(for: snapshot(), nameServer: true)), ["wwan0"])
     }
 
+    func testAConstrainedRuleCountsOnlyForThePathsInterface() {
+        let classifier = InterfaceClassifier(rules: [InterfaceRule(match: "wwan*", constrained: true)])
+        XCTAssertFalse(PathJudge(classifier: classifier).path(for: snapshot(), nameServer: true).isConstrained)
+        XCTAssertTrue(PathJudge(classifier: classifier).path(for: snapshot(eth0: []), nameServer: true).isConstrained)
+        XCTAssertTrue(PathJudge(classifier: classifier, required: .cellular).path(for: snapshot(), nameServer: true).isConstrained)
+        XCTAssertFalse(PathJudge(classifier: classifier).path(for: snapshot(eth0: [], wwan0: []), nameServer: true).isConstrained)
+    }
+
     func testDaemonMeteredWordCountsOnlyForThePathsInterface() {
         let judge = PathJudge()
         XCTAssertTrue(judge.path(for: snapshot(), nameServer: true, daemon: DaemonMetered(interface: "eth0", metered: true)).isExpensive)
