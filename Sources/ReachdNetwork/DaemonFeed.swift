@@ -9,7 +9,8 @@ import Synchronization
 /// runs: only its interface and metered flag are kept (they carry NetworkManager's and the DHCP lease's word).
 final class DaemonFeed: Sendable {
     private let descriptor = Atomic<Int32>(-1)
-    private let cancelled = Atomic<Bool>(false)
+    /// Held while a word is passed on, so that none is passed once `cancel` returned.
+    private let cancelled = Mutex<Bool>(false)
 
     private init() {}
 
@@ -41,14 +42,21 @@ final class DaemonFeed: Sendable {
     private func read(path: String, onFirst: () -> Void, onChange: @Sendable (DaemonMetered?) -> Void) {
         guard let connection = try? ReachdConnection(path: path) else { return }
         descriptor.store(connection.fileDescriptor, ordering: .sequentiallyConsistent)
-        guard !cancelled.load(ordering: .sequentiallyConsistent),
+        guard !cancelled.withLock({ $0 }),
               let current = try? connection.verdict(for: Request(op: .subscribe), timeout: 2) else { return }
-        onChange(Self.metered(current.verdict))
+        pass(Self.metered(current.verdict), to: onChange)
         onFirst()
         while let reply = try? connection.nextReply() {
-            if case .event(let stamped) = reply { onChange(Self.metered(stamped.verdict)) }
+            if case .event(let stamped) = reply { pass(Self.metered(stamped.verdict), to: onChange) }
         }
-        if !cancelled.load(ordering: .sequentiallyConsistent) { onChange(nil) }
+        pass(nil, to: onChange)
+    }
+
+    /// Nothing reaches the engine once the feed is cancelled (also when `start` gave up waiting).
+    private func pass(_ word: DaemonMetered?, to onChange: @Sendable (DaemonMetered?) -> Void) {
+        cancelled.withLock { cancelled in
+            if !cancelled { onChange(word) }
+        }
     }
 
     private static func metered(_ verdict: Verdict) -> DaemonMetered? {
@@ -57,7 +65,7 @@ final class DaemonFeed: Sendable {
 
     /// Ends the reader thread: the socket is shut down, so its blocking read returns.
     func cancel() {
-        cancelled.store(true, ordering: .sequentiallyConsistent)
+        cancelled.withLock { $0 = true }
         let fd = descriptor.load(ordering: .sequentiallyConsistent)
         if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
     }

@@ -34,7 +34,12 @@ final class PathEngine: Sendable {
     /// Starts watching; the first path is delivered before this returns. Without netlink (an error), the
     /// path stays unsatisfied.
     func start() {
-        feed.withLock { $0 = DaemonFeed.start { [weak self] word in self?.update { $0.daemon = word } } }
+        let feed = DaemonFeed.start { [weak self] word in self?.update { $0.daemon = word } }
+        self.feed.withLock { $0 = feed }
+        if feed == nil {
+            // reachd answered too late: a word it passed before giving up is not followed, so it does not count.
+            update { $0.daemon = nil }
+        }
         var logger = Logger(label: "reachd-network")
         logger.logLevel = .error
         do {
