@@ -67,10 +67,23 @@ public enum NWEndpoint: Hashable, CustomDebugStringConvertible, Sendable {
     case hostPort(host: Host, port: Port)
 
     /// A host name or address.
-    public enum Host: Hashable, CustomDebugStringConvertible, Sendable {
+    public enum Host: Hashable, CustomDebugStringConvertible, ExpressibleByStringLiteral, Sendable {
         case name(String, NWInterface?)
         case ipv4(IPv4Address)
         case ipv6(IPv6Address)
+
+        /// An address literal as `.ipv4` or `.ipv6`, anything else as `.name`.
+        public init(_ name: String) {
+            if let address = IPv4Address(name) {
+                self = .ipv4(address)
+            } else if let address = IPv6Address(name) {
+                self = .ipv6(address)
+            } else {
+                self = .name(name, nil)
+            }
+        }
+
+        public init(stringLiteral value: String) { self.init(value) }
 
         public var debugDescription: String {
             switch self {

@@ -127,6 +127,13 @@ public final class NWPathMonitor: Sendable {
     }
 }
 
+extension NWPathMonitor: CustomDebugStringConvertible {
+    public var debugDescription: String {
+        let types = judge.required.map { "required \($0)" } ?? (judge.prohibited.isEmpty ? "" : "prohibited \(judge.prohibited)")
+        return "NWPathMonitor" + (types.isEmpty ? "" : "(\(types))") + ": \(currentPath.debugDescription)"
+    }
+}
+
 extension NWPathMonitor: AsyncSequence {
     public typealias Element = NWPath
     public typealias AsyncIterator = Iterator

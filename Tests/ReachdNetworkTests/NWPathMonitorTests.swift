@@ -46,10 +46,18 @@ final class NWPathMonitorTests: XCTestCase {
         monitor.cancel()
     }
 
+    func testADescriptionNamesTheMonitorsTypesAndItsPath() {
+        XCTAssertEqual(NWPathMonitor(requiredInterfaceType: .cellular).debugDescription, "NWPathMonitor(required cellular): unsatisfied")
+        XCTAssertEqual(NWPathMonitor().debugDescription, "NWPathMonitor: unsatisfied")
+    }
+
     func testEndpointsReadAsApplesDo() {
         XCTAssertEqual(NWEndpoint.hostPort(host: .ipv4(IPv4Address("192.0.2.1")!), port: 0).debugDescription, "192.0.2.1:0")
         XCTAssertEqual(NWEndpoint.hostPort(host: .ipv6(IPv6Address("2001:db8::1")!), port: .any).debugDescription, "[2001:db8::1]:0")
         XCTAssertNil(IPv4Address("2001:db8::1"))
         XCTAssertEqual(NWEndpoint.Port("443")?.rawValue, 443)
+        XCTAssertEqual(NWEndpoint.Host("192.0.2.1"), .ipv4(IPv4Address("192.0.2.1")!))
+        XCTAssertEqual("2001:db8::1" as NWEndpoint.Host, .ipv6(IPv6Address("2001:db8::1")!))
+        XCTAssertEqual(NWEndpoint.Host("mirror.example"), .name("mirror.example", nil))
     }
 }
