@@ -193,7 +193,8 @@ final class ConfigurationTests: XCTestCase {
             line.hasPrefix("#[") || line.range(of: #"^#[a-z_]+ ="#, options: .regularExpression) != nil ? String(line.dropFirst()) : String(line)
         }.joined(separator: "\n")
         let config = try Configuration(toml: enabled)
-        XCTAssertEqual(config.interfaceRules.count, 3)
+        XCTAssertEqual(config.interfaceRules.count, 4)
+        XCTAssertEqual(config.interfaceRules.last, InterfaceRule(match: "sat0", constrained: true))
         XCTAssertEqual(config.unmeteredDestinations.count, 2)
         XCTAssertNotNil(config.connectivityCheck)
     }
