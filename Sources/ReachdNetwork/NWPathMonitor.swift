@@ -63,7 +63,8 @@ public final class NWPathMonitor: Sendable {
     public var queue: DispatchQueue? { state.withLock { $0.queue } }
 
     /// Starts watching and calls `pathUpdateHandler` on `queue` with the current path, then with each change.
-    /// A second call, or a call after `cancel()`, does nothing.
+    /// A second call, or a call after `cancel()`, does nothing. Where reachd's socket exists, this waits up to
+    /// two seconds for its first answer.
     public func start(queue: DispatchQueue) {
         let (engine, current) = state.withLock { state -> (PathEngine?, (NWPath, @Sendable (NWPath) -> Void)?) in
             guard !state.cancelled, state.queue == nil else { return (nil, nil) }
