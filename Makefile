@@ -35,7 +35,7 @@ DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlit
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
 SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
-.PHONY: deps build gio-module run test bench fuzz install deb systemtest clean
+.PHONY: deps build gio-module path-monitor-usage run test bench fuzz install deb systemtest clean
 
 # The GIO network-monitor module (gio/, docs/gio.md): plain C against GIO, so that GLib apps that load it
 # get no Swift runtime; only the g_io_module_* entry points are exported.
@@ -79,7 +79,14 @@ run: build
 	{ (eval "exec $$transfers $(TRANSFERS_ARGS)") & transfers_pid=$$!; trap 'kill $$transfers_pid 2>/dev/null' EXIT INT TERM; \
 	  $$bin/reachd $(ARGS); }
 
-test: deps gio-module
+# Examples/PathMonitorUsage: Apple's documented NWPathMonitor usage, a package of its own that depends on this one
+# by path and builds unchanged against ReachdNetwork; PathMonitorIntegrationTests runs it. Its build plan is
+# dropped first: SwiftPM does not see a source file added to a path dependency until it plans again.
+path-monitor-usage: deps
+	rm -f Examples/PathMonitorUsage/.build/debug.yaml
+	$(SWIFT) build --package-path Examples/PathMonitorUsage
+
+test: deps gio-module path-monitor-usage
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
@@ -139,4 +146,4 @@ systemtest: deb
 	systemtest/networkd .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
 clean:
-	rm -rf .build .build-deb .build-fuzz
+	rm -rf .build .build-deb .build-fuzz Examples/PathMonitorUsage/.build

@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "ReachdNetwork", targets: ["ReachdNetwork"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd-transfers", targets: ["reachd-transfers"]),
@@ -135,6 +136,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Apple's NWPathMonitor API on ReachdMonitor's judging (and reachd's metered word where it runs). Never on
+        // ReachdDaemon or ReachdTransfers: an app that depends on it compiles no HTTP client, job store or TLS.
+        .target(
+            name: "ReachdNetwork",
+            dependencies: [
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "reachd",
             dependencies: [
@@ -219,6 +229,7 @@ let package = Package(
             name: "ReachdMonitorTests",
             dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", .product(name: "Logging", package: "swift-log")]
         ),
+        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "ReachdTransferModel", "Reachability"]

@@ -69,7 +69,7 @@ extension Configuration {
     private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections", "metered", "captive_portal"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
-    private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore"]
+    private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore", "constrained"]
 
     /// Parses TOML text; throws `ConfigurationError` naming the bad key or line.
     public init(toml text: String) throws {
@@ -279,6 +279,12 @@ extension Configuration {
                 throw ConfigurationError("\(place) (\(match)): \"ignore\" must be true or false")
             }
             rule.ignore = ignore
+        }
+        if let value = entry["constrained"] {
+            guard let constrained = value.bool else {
+                throw ConfigurationError("\(place) (\(match)): \"constrained\" must be true or false")
+            }
+            rule.constrained = constrained
         }
         return rule
     }

@@ -22,12 +22,15 @@ public struct InterfaceRule: Hashable, Sendable {
     public var metered: Bool?
     /// reachd acts as if the interface did not exist.
     public var ignore: Bool
+    /// The link is in low-data mode (ReachdNetwork's `NWPath.isConstrained`); the daemons do not use it.
+    public var constrained: Bool
 
-    public init(match: String, kind: InterfaceKind? = nil, metered: Bool? = nil, ignore: Bool = false) {
+    public init(match: String, kind: InterfaceKind? = nil, metered: Bool? = nil, ignore: Bool = false, constrained: Bool = false) {
         self.match = match
         self.kind = kind
         self.metered = metered
         self.ignore = ignore
+        self.constrained = constrained
     }
 
     public func matches(_ name: String) -> Bool {
@@ -49,6 +52,8 @@ public struct InterfaceClass: Hashable, Sendable {
     public var transient: Bool
     /// Loopback, or ignored by the configuration.
     public var ignored: Bool
+    /// Configured as low-data (`constrained = true`).
+    public var constrained = false
     /// What decided the kind, e.g. `sysfs DEVTYPE=wlan` or `name wl*`.
     public var source: String
 
@@ -98,6 +103,7 @@ public struct InterfaceClassifier: Hashable, Sendable {
                 result.source = "config: \(rule.match)"
             }
             if rule.ignore { result.ignored = true }
+            result.constrained = rule.constrained
         }
         let decision = meteredDecision(link, kind: result.kind, rule: rule, manager: manager, networkd: networkd)
         result.meteredState = decision.state

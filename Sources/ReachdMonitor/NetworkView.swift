@@ -34,9 +34,11 @@ public final class NetworkView: StartedComponent {
     private let merger: SnapshotMerger
     private let metrics: (any NetworkMetrics)?
 
-    /// `checking`: a connectivity check will report into the hub.
+    /// `checking`: a connectivity check will report into the hub; `snapshots` gets each merged snapshot, in
+    /// order, after the hub judged it (ReachdNetwork judges its own paths from them).
     package init(configuration: Configuration, checking: Bool = false, watcher options: Options,
-                 networkManager: Bus, metrics: (any NetworkMetrics)? = nil, logger: Logger) throws {
+                 networkManager: Bus, metrics: (any NetworkMetrics)? = nil, logger: Logger,
+                 snapshots: (@Sendable (NetworkSnapshot) -> Void)? = nil) throws {
         let hub = VerdictHub(engine: InternetVerdict(classifier: configuration.classifier), checking: checking)
         let resolver = HostResolver()
         let hosts = try HostMonitor(
@@ -48,6 +50,7 @@ public final class NetworkView: StartedComponent {
                 logger.info("verdict", metadata: published.logMetadata)
             }
             hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
+            snapshots?(snapshot)
         }
         self.hub = hub
         self.resolver = resolver

@@ -18,6 +18,10 @@ final class ConfigurationTests: XCTestCase {
             match = "docker*"
             ignore = true
 
+            [[interface]]
+            match = "wlan1"
+            constrained = true
+
             [[unmetered]]
             host = "mirror.lan"
 
@@ -32,7 +36,11 @@ final class ConfigurationTests: XCTestCase {
             InterfaceRule(match: "usb*", kind: .wwan),
             InterfaceRule(match: "wwan1", metered: false),
             InterfaceRule(match: "docker*", ignore: true),
+            InterfaceRule(match: "wlan1", constrained: true),
         ])
+        XCTAssertThrowsError(try Configuration(toml: "[[interface]]\nmatch = \"wlan1\"\nconstrained = \"yes\"\n")) { error in
+            XCTAssertEqual("\(error)", "interface #1 (wlan1): \"constrained\" must be true or false")
+        }
         XCTAssertEqual(try Configuration(toml: "").interfaceRules, [])
         XCTAssertNil(try Configuration(toml: "").connectivityCheck, "no check unless configured")
         let check = try Configuration(toml: "[connectivity]\nurl = \"http://192.0.2.1:8080/ok\"\nexpect_status = 200\nexpect_body = \"OK\"\ntimeout_seconds = 2.5\ninterval_seconds = 0\n").connectivityCheck
@@ -185,7 +193,8 @@ final class ConfigurationTests: XCTestCase {
             line.hasPrefix("#[") || line.range(of: #"^#[a-z_]+ ="#, options: .regularExpression) != nil ? String(line.dropFirst()) : String(line)
         }.joined(separator: "\n")
         let config = try Configuration(toml: enabled)
-        XCTAssertEqual(config.interfaceRules.count, 3)
+        XCTAssertEqual(config.interfaceRules.count, 4)
+        XCTAssertEqual(config.interfaceRules.last, InterfaceRule(match: "sat0", constrained: true))
         XCTAssertEqual(config.unmeteredDestinations.count, 2)
         XCTAssertNotNil(config.connectivityCheck)
     }
