@@ -1,4 +1,5 @@
 import Prometheus
+import ReachdServiceKit
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -51,7 +52,7 @@ public final class ProcessMetrics: Sendable {
     }
 
     static func stat() -> Stat? {
-        guard let text = read("/proc/self/stat"), let close = text.lastIndex(of: ")") else { return nil }
+        guard let text = SmallFile.text(at: "/proc/self/stat", limit: 1 << 20), let close = text.lastIndex(of: ")") else { return nil }
         // After ")": state is field 3; utime 14, stime 15, starttime 22, vsize 23, rss 24.
         let fields = text[text.index(after: close)...].split(separator: " ")
         func field(_ n: Int) -> Double? { fields.count > n - 3 ? Double(fields[n - 3]) : nil }
@@ -61,7 +62,7 @@ public final class ProcessMetrics: Sendable {
 
     /// Boot time (`btime` of /proc/stat) plus the process's start in clock ticks after boot.
     static func startTimeSeconds() -> Double? {
-        guard let stat = stat(), let text = read("/proc/stat"),
+        guard let stat = stat(), let text = SmallFile.text(at: "/proc/stat", limit: 1 << 20),
               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
               let boot = Double(line.dropFirst("btime ".count)) else { return nil }
         return boot + stat.startTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -75,21 +76,5 @@ public final class ProcessMetrics: Sendable {
             if entry.pointee.d_name.0 != 0x2E { count += 1 }  // not "." or ".."
         }
         return max(0, count - 1)  // the directory's own descriptor
-    }
-
-    /// A small procfs file, whole.
-    static func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            bytes += chunk[..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -165,7 +165,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
     /// What the lease and link files of one link say; nil when they say nothing.
     private func read(_ index: Int32) -> NetworkdLinkFacts? {
         var link = NetworkdLinkFacts()
-        if let bytes = Self.contents(of: "\(root)/leases/\(index)", limit: NetworkdLease.maximumSize) {
+        if let bytes = SmallFile.bytes(at: "\(root)/leases/\(index)", limit: NetworkdLease.maximumSize + 1, flags: O_NOFOLLOW) {
             switch NetworkdLease.parse(bytes) {
             case .success(let lease):
                 problems[index] = nil
@@ -177,7 +177,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
                 }
             }
         }
-        if let bytes = Self.contents(of: "\(root)/links/\(index)", limit: NetworkdLease.maximumSize) {
+        if let bytes = SmallFile.bytes(at: "\(root)/links/\(index)", limit: NetworkdLease.maximumSize + 1, flags: O_NOFOLLOW) {
             link.captivePortal = NetworkdLinkState.captivePortal(in: bytes)
         }
         return link == NetworkdLinkFacts() ? nil : link
@@ -187,22 +187,6 @@ package final class NetworkdStateFiles: @unchecked Sendable {
         guard updated != facts else { return }
         facts = updated
         onChange(updated)
-    }
-
-    /// A file's bytes, at most `limit + 1` of them (so that an oversized file is seen as one); nil when it cannot be opened.
-    private static func contents(of path: String, limit: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bytes.count <= limit {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            bytes.append(contentsOf: buffer.prefix(n))
-        }
-        return bytes
     }
 }
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ReachdModel
+import ReachdServiceKit
 
 /// Reads device-type facts from `ROOT/class/net/IF/`; the root is `/sys` unless tests point it elsewhere.
 public struct SysfsReader: Sendable {
@@ -14,7 +15,7 @@ public struct SysfsReader: Sendable {
         guard !interface.contains("/"), interface != ".", interface != ".." else { return .none }
         let directory = "\(root)/class/net/\(interface)"
         return SysfsFacts(
-            devtype: Self.devtype(inUevent: Self.readFile( "\(directory)/uevent")),
+            devtype: Self.devtype(inUevent: SmallFile.text(at: "\(directory)/uevent", limit: 65536)),
             hasWireless: Self.exists("\(directory)/wireless"),
             hasPhy80211: Self.exists("\(directory)/phy80211"),
             driver: Self.linkName("\(directory)/device/driver")
@@ -43,20 +44,5 @@ public struct SysfsReader: Sendable {
     private static func exists(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0
-    }
-
-    private static func readFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 65536 {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            bytes.append(contentsOf: buffer.prefix(n))
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
