@@ -18,15 +18,17 @@ public final class BusService: @unchecked Sendable {
 
     private let hub: VerdictHub
     private let hosts: HostMonitor
+    private let ledger: HostRequestLedger
     private let logger: Logger
     private let connection: BusConnection
     /// Only touched on the bus thread.
     private var emitted: [String: BusMessage.Value] = [:]
 
     /// Connects, exports the object and takes the name; throws when the bus cannot be used.
-    public init(bus which: Bus, hub: VerdictHub, hosts: HostMonitor, logger: Logger) throws {
+    public init(bus which: Bus, hub: VerdictHub, hosts: HostMonitor, ledger: HostRequestLedger = HostRequestLedger(), logger: Logger) throws {
         self.hub = hub
         self.hosts = hosts
+        self.ledger = ledger
         self.logger = logger
         connection = try BusConnection(which)
         var callbacks = reachd_bus_callbacks(get_property: busGetProperty, check_host: busCheckHost)
@@ -79,9 +81,20 @@ public final class BusService: @unchecked Sendable {
         guard Request.isValidHost(host) else {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "not a host name or address: \(host.prefix(64))")
         }
+        // The caller's uid, from the bus: whose turn its lookup takes, and whose count of waiting requests.
+        guard let uid = BusMessage.senderUID(of: call) else {
+            return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller's uid is unknown")
+        }
+        guard ledger.admit(uid: uid) else {
+            return BusMessage.replyError(
+                call, name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                message: "uid \(uid) has \(HostRequestLimits.perUser) host requests waiting for their answers, the most one user may have; wait for their answers and try again"
+            )
+        }
         let message = BusMessage.Retained(call)
-        Task {
-            let verdict = await hosts.verdict(for: host)
+        Task { [ledger] in
+            let verdict = await hosts.verdict(for: host, requester: .user(uid))
+            ledger.release(uid: uid)
             self.connection.perform { [logger] bus in
                 BusMessage.reply(message.pointer, with: BusMessage.dictionary(of: verdict), on: bus, logger: logger)
                 message.release()

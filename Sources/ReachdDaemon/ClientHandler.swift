@@ -7,6 +7,8 @@ import ReachdServiceKit
 
 /// One client connection: frames request lines, answers them, registers subscribers. It tells the connection's
 /// guard when a request starts and is answered, and when the client becomes a subscriber (never idle then).
+/// Host requests wait for name resolution: at most `HostRequestLimits.perConnection` of them at once (the
+/// lines after them wait, in order, and the socket is not read), and at most `perUser` for one uid.
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -20,22 +22,64 @@ final class ClientHandler: ChannelInboundHandler {
     private var subscribed = false
     /// Hosts this connection watches (with repeats: each subscribe counts), released when it closes.
     private var watchedHosts: [String] = []
+    /// Hosts of subscribe requests accepted and still resolving: they count against the limit already.
+    private var acceptedHosts = 0
     /// Host subscriptions one connection may hold (each costs route lookups on every network change).
     static let maximumWatchedHosts = 4096
     private var isOpen = true
+    /// The peer's uid (the kernel's word): whose turn its lookups take, and whose count its requests use.
+    private let uid: UInt32
+    private let ledger: HostRequestLedger
+    /// Host requests of this connection waiting for their answers.
+    private var hostRequestsWaiting = 0
+    /// Frames read but not handled yet, because `perConnection` host requests wait; at most what one read
+    /// brings (the socket is not read meanwhile).
+    private var backlog: [LineFramer.Frame] = []
+    private var backlogStart = 0
+    /// The socket is not being read because of the backlog.
+    private var readingPaused = false
+    private var context: ChannelHandlerContext?
 
-    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, metrics: DaemonMetrics? = nil, logger: Logger) {
+    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, uid: UInt32 = 0,
+         ledger: HostRequestLedger = HostRequestLedger(), metrics: DaemonMetrics? = nil, logger: Logger) {
         self.hub = hub
         self.metrics = metrics
         self.hosts = hosts
         self.registry = registry
+        self.uid = uid
+        self.ledger = ledger
         self.logger = logger
     }
 
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
-        for frame in framer.append(buffer.readableBytesView) {
-            if case .line(let line) = frame, !line.contains(where: { $0 != 0x20 && $0 != 0x09 }) { continue }
+        backlog += framer.append(buffer.readableBytesView)
+        handleBacklog(context: context)
+    }
+
+    /// Handles the waiting frames in order, stopping (and not reading the socket) at a host request while
+    /// `perConnection` of them wait.
+    private func handleBacklog(context: ChannelHandlerContext) {
+        while backlogStart < backlog.count {
+            let frame = backlog[backlogStart]
+            if case .line(let line) = frame {
+                if !line.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
+                    backlogStart += 1
+                    continue
+                }
+                if hostRequestsWaiting >= HostRequestLimits.perConnection {
+                    if !readingPaused {
+                        readingPaused = true
+                        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+                    }
+                    return
+                }
+            }
+            backlogStart += 1
             context.triggerUserOutboundEvent(ConnectionUse.requestStarted, promise: nil)
             switch frame {
             case .oversized:
@@ -43,6 +87,21 @@ final class ClientHandler: ChannelInboundHandler {
             case .line(let line):
                 handle(RequestParser.parse(line), context: context)
             }
+        }
+        backlog.removeAll(keepingCapacity: false)
+        backlogStart = 0
+    }
+
+    /// A host request was answered: the next waiting lines are handled, and the socket read again once none wait.
+    private func hostRequestAnswered() {
+        hostRequestsWaiting -= 1
+        ledger.release(uid: uid)
+        guard isOpen, let context else { return }
+        handleBacklog(context: context)
+        if readingPaused, backlog.isEmpty {
+            readingPaused = false
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+            context.read()
         }
     }
 
@@ -80,29 +139,46 @@ final class ClientHandler: ChannelInboundHandler {
         guard let hosts else {
             return send(.error(ProtocolError(.badRequest, "host targets are not available", id: request.id)), context: context)
         }
-        if request.op == .subscribe, watchedHosts.count + request.hosts.count > Self.maximumWatchedHosts {
+        if request.op == .ping { return send(.pong(id: request.id), context: context) }
+        // Counted when accepted, so requests still resolving count against the limit too.
+        if request.op == .subscribe, watchedHosts.count + acceptedHosts + request.hosts.count > Self.maximumWatchedHosts {
             return send(.error(ProtocolError(.badRequest, "at most \(Self.maximumWatchedHosts) host subscriptions per connection", id: request.id)), context: context)
         }
+        guard ledger.admit(uid: uid) else {
+            metrics?.clientDropped(reason: "host_requests")
+            return send(.error(ProtocolError(
+                .tooManyRequests,
+                "uid \(uid) has \(HostRequestLimits.perUser) host requests waiting for their answers, the most one user may have; wait for their answers and try again",
+                id: request.id
+            )), context: context)
+        }
+        hostRequestsWaiting += 1
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let channel = context.channel
-        switch request.op {
-        case .status:
+        let requester = ResolutionRequester.user(uid)
+        if request.op == .subscribe {
+            acceptedHosts += request.hosts.count
             Task {
-                let verdict = await hosts.verdict(for: request.hosts[0])
-                loop.execute { bound.value.write(.status(id: request.id, verdict: verdict), to: channel) }
+                let verdicts = await hosts.watch(request.hosts, requester: requester)
+                loop.execute {
+                    bound.value.finishSubscribe(request, verdicts: verdicts, channel: channel)
+                    bound.value.hostRequestAnswered()
+                }
             }
-        case .subscribe:
+        } else {
             Task {
-                let verdicts = await hosts.watch(request.hosts)
-                loop.execute { bound.value.finishSubscribe(request, verdicts: verdicts, channel: channel) }
+                let verdict = await hosts.verdict(for: request.hosts[0], requester: requester)
+                loop.execute {
+                    bound.value.write(.status(id: request.id, verdict: verdict), to: channel)
+                    bound.value.hostRequestAnswered()
+                }
             }
-        case .ping:
-            send(.pong(id: request.id), context: context)
         }
     }
 
     private func finishSubscribe(_ request: Request, verdicts: [StampedVerdict], channel: any Channel) {
+        acceptedHosts -= request.hosts.count
         guard isOpen else {
             hosts?.unwatch(request.hosts)
             return
@@ -138,6 +214,8 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         isOpen = false
+        backlog = []
+        backlogStart = 0
         registry.remove(context.channel)
         if !watchedHosts.isEmpty { hosts?.unwatch(watchedHosts) }
         watchedHosts = []

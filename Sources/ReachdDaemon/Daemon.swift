@@ -57,9 +57,11 @@ public enum Daemon {
         try network.start()
         services.add(started: network)
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
+        // One count of each user's waiting host requests, over the socket and D-Bus together.
+        let ledger = HostRequestLedger()
         services.add(started: try await SocketServer(
             endpoint: endpoint, hub: hub, hosts: hosts, group: MultiThreadedEventLoopGroup.singleton,
-            limits: options.limits, metrics: metrics, logger: logger
+            limits: options.limits, ledger: ledger, metrics: metrics, logger: logger
         ))
         if let metrics, let address = options.configuration.metricsListen {
             services.add(started: try await MetricsEndpoint.start(on: address, logger: logger) {
@@ -68,7 +70,7 @@ public enum Daemon {
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
         let bus = await options.bus.serve(BusService.name, logger: logger) {
-            let service = try BusService(bus: options.bus, hub: hub, hosts: hosts, logger: logger)
+            let service = try BusService(bus: options.bus, hub: hub, hosts: hosts, ledger: ledger, logger: logger)
             _ = hub.addObserver { service.verdictChanged($0.verdict) }
             try service.start()
             return service

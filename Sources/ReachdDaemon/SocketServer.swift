@@ -41,7 +41,7 @@ public final class SocketServer: Sendable {
     /// passed, and starts serving.
     public init(
         endpoint: SocketEndpoint, hub: VerdictHub, hosts: HostMonitor, group: MultiThreadedEventLoopGroup,
-        limits: Limits = Limits(), metrics: DaemonMetrics? = nil, logger: Logger
+        limits: Limits = Limits(), ledger: HostRequestLedger = HostRequestLedger(), metrics: DaemonMetrics? = nil, logger: Logger
     ) async throws {
         self.endpoint = endpoint
         self.hub = hub
@@ -68,11 +68,14 @@ public final class SocketServer: Sendable {
             .serverChannelInitializer { AcceptPause.install(on: $0, logger: logger) }
             .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
             // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
-            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 65536))
+            // At most 16 KiB a read: what a connection holding back its lines keeps (ClientHandler's backlog).
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 16384))
             .childChannelInitializer { child in
-                limiter.admit(child) { _ in
+                limiter.admit(child) { peer in
                     let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
-                    try child.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, metrics: metrics, logger: logger))
+                    try child.pipeline.syncOperations.addHandler(ClientHandler(
+                        hub: hub, hosts: hosts, registry: registry, uid: peer.uid, ledger: ledger, metrics: metrics, logger: logger
+                    ))
                 }
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)

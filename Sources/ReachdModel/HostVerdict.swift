@@ -17,6 +17,16 @@ public enum RouteDecision: Hashable, Sendable {
     case route(type: RouteType, interfaceIndex: Int32, gateway: IPAddress?, source: IPAddress?)
     /// The kernel refused with this errno (`ENETUNREACH`, `EHOSTUNREACH`, `EACCES`, `EINVAL`, ...).
     case refused(errno: Int32)
+    /// The kernel's answer was not had: no answer within a second (`ETIMEDOUT`), the request could not be
+    /// sent, or the answer could not be read. Not the kernel's word on the route: asked again, never kept
+    /// as a verdict.
+    case failed(errno: Int32)
+
+    /// Whether this is the kernel's answer (a route or a refusal), not a failed question.
+    public var isAnswer: Bool {
+        if case .failed = self { return false }
+        return true
+    }
 }
 
 /// A configuration rule that marks destinations as never metered (e.g. a LAN mirror).
@@ -68,7 +78,7 @@ public struct HostVerdict: Sendable {
                            ipv4: none, ipv6: none, addresses: [], reasonCode: .notResolved)
         }
         func judged(_ address: IPAddress) -> FamilyVerdict {
-            judge(host: host, address: address, decision: decisions[address] ?? .refused(errno: ENODATA), in: snapshot)
+            judge(host: host, address: address, decision: decisions[address] ?? .failed(errno: ENODATA), in: snapshot)
         }
         func family(_ family: IPAddress.Family) -> FamilyVerdict {
             guard let address = addresses.first(where: { $0.family == family }) else {
@@ -94,6 +104,8 @@ public struct HostVerdict: Sendable {
         switch decision {
         case .refused(let code):
             return .unreachable(Self.refusalCode(code), Self.refusal(code, address))
+        case .failed(let code):
+            return .unreachable(.lookupFailed, "route lookup for \(address) failed: \(String(cString: strerror(code)))")
         case .route(let type, let index, let gateway, let source):
             if type.rejects { return .unreachable(.rejectingRoute, "route to \(address) is \(type)") }
             guard let link = snapshot.links[index] else {

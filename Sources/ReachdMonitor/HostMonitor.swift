@@ -3,30 +3,43 @@ import ReachdModel
 import ReachdNetlink
 import Synchronization
 
-/// Host targets: resolves names (once at a time per name), asks the kernel for the route to every address,
-/// judges it, and re-judges the watched hosts whenever the network changes, publishing changes once.
+/// Host targets: resolves names (in each requester's turn, `HostResolver`), asks the kernel for the route to
+/// every address, judges it, and re-judges the watched hosts whenever the network changes, publishing
+/// changes once. A network change re-judges every watched host at once with the addresses it already has (a
+/// route decision never waits for DNS); the names are resolved again behind it.
 public final class HostMonitor: Sendable {
     private struct Entry {
+        /// The last resolution, kept while a fresh one is sought.
         var resolution: Resolution?
-        var resolving: Task<Resolution, Never>?
+        /// The resolution epoch it was made in: older than the monitor's, it is resolved again.
+        var epoch: UInt64 = 0
         var tracker = VerdictTracker()
         var watchers = 0
+
+        /// The resolution, if it was made in `epoch`.
+        func resolution(freshIn epoch: UInt64) -> Resolution? { self.epoch == epoch ? resolution : nil }
     }
 
     private struct State {
         var entries: [String: Entry] = [:]
         var snapshot = NetworkSnapshot()
+        /// Bumped when resolutions go stale: the internet verdict changed, or `refreshSeconds` passed.
+        var epoch: UInt64 = 1
         var observer: (@Sendable ([StampedVerdict]) -> Void)?
         /// Told how long each re-judging of the watched hosts took (the metrics).
         var rejudged: (@Sendable (Duration) -> Void)?
         /// Resolves the watched names again every `refreshSeconds`, while any are watched.
         var refresher: Task<Void, Never>?
-        /// Passes resolving the watched hosts that have no resolution (`resolveWatchedSoon`).
+        /// Passes resolving the watched hosts that have no fresh resolution (`resolveWatchedSoon`).
         var passes = ResolutionPasses()
+        /// Watched hosts whose route lookup went unanswered, judged again by `retrier`.
+        var unanswered: Set<String> = []
+        var retrier: Task<Void, Never>?
     }
 
-    /// Names a resolution pass resolves at once (the resolver has two threads; more would only queue).
-    private static let resolutionsAtOnce = 4
+    /// Names one request, or one resolution pass, resolves at once (a subscribe of 4,096 hosts holds at
+    /// most this many lookups in the resolver's queues).
+    static let resolutionsAtOnce = 4
 
     /// Unwatched hosts whose results are kept for later `status` requests.
     private static let cachedUnwatched = 256
@@ -61,27 +74,41 @@ public final class HostMonitor: Sendable {
     /// Hosts watched by at least one client.
     package var watchedCount: Int { state.withLock { $0.entries.values.filter { $0.watchers > 0 }.count } }
 
-    /// The current verdict for `host`, resolving it if needed.
-    package func verdict(for host: String) async -> StampedVerdict {
-        let verdict = evaluateAndPublish(host, resolution: await resolution(of: host))
+    /// The current verdict for `host`, resolving it in the daemon's own turn if needed.
+    package func verdict(for host: String) async -> StampedVerdict { await verdict(for: host, requester: .daemon) }
+
+    /// Starts watching `hosts` for the daemon itself (see `watch(_:requester:)`).
+    package func watch(_ hosts: [String]) async -> [StampedVerdict] { await watch(hosts, requester: .daemon) }
+
+    /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed.
+    package func verdict(for host: String, requester: ResolutionRequester) async -> StampedVerdict {
+        let verdict = evaluateAndPublish(host, resolution: await resolution(of: host, requester: requester))
         state.withLock { Self.trimCache(&$0) }
         return verdict
     }
 
-    /// Starts watching `hosts` (counted per caller) and returns their current verdicts.
-    package func watch(_ hosts: [String]) async -> [StampedVerdict] {
+    /// Starts watching `hosts` (counted per caller) and returns their current verdicts, in order. At most
+    /// `resolutionsAtOnce` of the names wait for the resolver at a time.
+    package func watch(_ hosts: [String], requester: ResolutionRequester) async -> [StampedVerdict] {
         addWatchers(hosts)
-        var verdicts: [StampedVerdict] = []
-        for host in hosts { verdicts.append(await verdict(for: host)) }
-        return verdicts
+        return await withTaskGroup(of: (Int, StampedVerdict).self) { group in
+            var verdicts = [StampedVerdict?](repeating: nil, count: hosts.count)
+            for (index, host) in hosts.enumerated() {
+                if index >= Self.resolutionsAtOnce, let (done, verdict) = await group.next() { verdicts[done] = verdict }
+                group.addTask { (index, await self.verdict(for: host, requester: requester)) }
+            }
+            for await (done, verdict) in group { verdicts[done] = verdict }
+            return verdicts.compactMap { $0 }
+        }
     }
 
     /// Starts one caller's watch of `host`, resolving it on the calling thread (blocking), and returns its
     /// current verdict: for callers that cannot wait asynchronously (the library's `startNotifier`).
     package func watchResolvingHere(_ host: String) -> StampedVerdict {
         addWatchers([host])
+        let epoch = state.withLock { $0.epoch }
         let resolution = SystemResolver.resolve(host)
-        state.withLock { $0.entries[host]?.resolution = resolution }
+        store(resolution, of: host, madeIn: epoch)
         return evaluateAndPublish(host, resolution: resolution)
     }
 
@@ -109,23 +136,18 @@ public final class HostMonitor: Sendable {
 
     /// Keeps at most `cachedUnwatched` hosts that nobody watches (answers to one-off `status` requests).
     private static func trimCache(_ state: inout State) {
-        let unwatched = state.entries.filter { $0.value.watchers <= 0 && $0.value.resolving == nil }.map(\.key)
+        let unwatched = state.entries.filter { $0.value.watchers <= 0 }.map(\.key)
         for host in unwatched.dropFirst(cachedUnwatched) { state.entries.removeValue(forKey: host) }
     }
 
-    /// Forgets cached resolutions every `refreshSeconds` and re-judges the watched hosts with fresh ones.
+    /// Every `refreshSeconds` the resolutions go stale and the watched hosts are resolved again, each re-judged
+    /// as its fresh answer comes.
     private func refreshPeriodically() async {
         while !Task.isCancelled {
             try? await Task.sleep(nanoseconds: UInt64(refreshSeconds * 1e9))
             guard !Task.isCancelled else { return }
-            let watched = state.withLock { state -> [String] in
-                for host in state.entries.keys { state.entries[host]?.resolution = nil }
-                return state.entries.filter { $0.value.watchers > 0 }.map(\.key)
-            }
-            var fresh: [(String, Resolution)] = []
-            for host in watched { fresh.append((host, await resolution(of: host))) }
-            let changed = evaluate(fresh).changed
-            if !changed.isEmpty { publish(changed) }
+            state.withLock { $0.epoch += 1 }
+            resolveWatchedSoon()
         }
     }
 
@@ -133,50 +155,87 @@ public final class HostMonitor: Sendable {
         state.withLock { state in
             state.refresher?.cancel()
             state.refresher = nil
+            state.retrier?.cancel()
+            state.retrier = nil
         }
     }
 
-    /// The network changed: re-judge every watched host from the kernel's routes; after a change of the
-    /// internet verdict the names are resolved again too (another network may answer differently).
+    /// The network changed: re-judge every watched host at once from the kernel's routes to the addresses it
+    /// has; after a change of the internet verdict the names are resolved again too (another network may
+    /// answer differently), and each host is judged again when its fresh answer comes.
     package func networkChanged(_ snapshot: NetworkSnapshot, internetChanged: Bool) {
-        let watched = state.withLock { state -> [(String, Resolution?)] in
+        let (watched, resolveAgain) = state.withLock { state -> ([(String, Resolution)], Bool) in
             state.snapshot = snapshot
-            if internetChanged {
-                for host in state.entries.keys { state.entries[host]?.resolution = nil }
+            if internetChanged { state.epoch += 1 }
+            var watched: [(String, Resolution)] = []
+            var resolveAgain = false
+            for (host, entry) in state.entries where entry.watchers > 0 {
+                if let resolution = entry.resolution { watched.append((host, resolution)) }
+                if entry.resolution(freshIn: state.epoch) == nil { resolveAgain = true }
             }
-            return state.entries.filter { $0.value.watchers > 0 }.map { ($0.key, $0.value.resolution) }
+            return (watched, resolveAgain)
         }
-        let resolved = watched.compactMap { host, resolution in resolution.map { (host, $0) } }
-        if resolved.count < watched.count { resolveWatchedSoon() }
         let started = ContinuousClock.now
-        let changed = evaluate(resolved).changed
+        let changed = evaluate(watched).changed
         if !changed.isEmpty { publish(changed) }
-        if !resolved.isEmpty {
+        if !watched.isEmpty {
             let took = ContinuousClock.now - started
             state.withLock { $0.rejudged }?(took)
             logger.debug("re-judged watched hosts", metadata: [
-                "hosts": "\(resolved.count)", "changed": "\(changed.count)", "took": "\(took)",
+                "hosts": "\(watched.count)", "changed": "\(changed.count)", "took": "\(took)",
             ])
         }
+        if resolveAgain { resolveWatchedSoon() }
     }
 
-    /// Resolves (and judges) the watched hosts that have no resolution, in one pass at a time: changes that come
-    /// during a pass make it run once more, never a task per host per change (a link flapping every 150 ms with
-    /// 1,000 watched hosts once queued 60,000 tasks, 40 MB).
+    /// Resolves (and judges) the watched hosts that have no fresh resolution, in one pass at a time: changes
+    /// that come during a pass make it run once more, never a task per host per change (a link flapping every
+    /// 150 ms with 1,000 watched hosts once queued 60,000 tasks, 40 MB).
     private func resolveWatchedSoon() {
         guard state.withLock({ $0.passes.networkChanged() }) else { return }
         Task {
             repeat {
                 let pending = state.withLock { state in
-                    state.entries.filter { $0.value.watchers > 0 && $0.value.resolution == nil }.map(\.key)
+                    state.entries.filter { $0.value.watchers > 0 && $0.value.resolution(freshIn: state.epoch) == nil }.map(\.key)
                 }
                 await withTaskGroup(of: Void.self) { group in
                     for (index, host) in pending.enumerated() {
                         if index >= Self.resolutionsAtOnce { await group.next() }
-                        group.addTask { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host)) }
+                        group.addTask { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host, requester: .daemon)) }
                     }
                 }
             } while state.withLock { $0.passes.passEnded() }
+        }
+    }
+
+    /// Watched hosts whose route lookup went unanswered keep their last verdict and are judged again: after
+    /// 100 ms, doubling to 5 s, until every lookup is answered or they are no longer watched.
+    private func retryUnansweredSoon(_ hosts: [String]) {
+        state.withLock { state in
+            state.unanswered.formUnion(hosts)
+            guard state.retrier == nil else { return }
+            state.retrier = Task { await self.retryUnanswered() }
+        }
+    }
+
+    private func retryUnanswered() async {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: delay)
+            let hosts = state.withLock { state -> [(String, Resolution)] in
+                let hosts = state.unanswered.compactMap { host -> (String, Resolution)? in
+                    guard let entry = state.entries[host], entry.watchers > 0, let resolution = entry.resolution else { return nil }
+                    return (host, resolution)
+                }
+                state.unanswered = []
+                if hosts.isEmpty { state.retrier = nil }
+                return hosts
+            }
+            guard !hosts.isEmpty else { return }
+            logger.debug("route lookups went unanswered; asking again", metadata: ["hosts": "\(hosts.count)"])
+            let changed = evaluate(hosts).changed
+            if !changed.isEmpty { publish(changed) }
+            delay = min(delay * 2, .seconds(5))
         }
     }
 
@@ -190,28 +249,28 @@ public final class HostMonitor: Sendable {
         observer(verdicts)
     }
 
-    /// Resolves `host` unless a result is cached; concurrent callers share one resolution.
-    private func resolution(of host: String) async -> Resolution {
-        let task = state.withLock { state -> Task<Resolution, Never> in
-            if let cached = state.entries[host]?.resolution { return Task { cached } }
-            if let running = state.entries[host]?.resolving { return running }
-            let resolver = self.resolver
-            let task = Task { await resolver.resolve(host) }
-            state.entries[host, default: Entry()].resolving = task
-            return task
-        }
-        let resolution = await task.value
-        state.withLock { state in
-            guard state.entries[host]?.resolving == task else { return }
-            state.entries[host]?.resolving = nil
-            state.entries[host]?.resolution = resolution
-        }
+    /// The fresh resolution of `host`, else resolves it in `requester`'s turn (the resolver makes callers
+    /// that ask for the same name at once share one lookup).
+    private func resolution(of host: String, requester: ResolutionRequester) async -> Resolution {
+        let (cached, epoch) = state.withLock { state in (state.entries[host]?.resolution(freshIn: state.epoch), state.epoch) }
+        if let cached { return cached }
+        let resolution = await resolver.resolve(host, for: requester)
+        store(resolution, of: host, madeIn: epoch)
         return resolution
     }
 
-    /// Looks up the routes, judges, and records; `changed` is true when the verdict differs from the last.
+    /// Keeps `resolution` unless the entry holds one made in a later epoch.
+    private func store(_ resolution: Resolution, of host: String, madeIn epoch: UInt64) {
+        state.withLock { state in
+            if let entry = state.entries[host], entry.resolution != nil, entry.epoch > epoch { return }
+            state.entries[host, default: Entry()].resolution = resolution
+            state.entries[host]?.epoch = epoch
+        }
+    }
+
     /// Looks up the routes of all the hosts' addresses in one batch, judges each host and records it.
-    /// Returns each host's current verdict, and those that differ from the last one recorded.
+    /// Returns each host's current verdict, and those that differ from the last one recorded. A host one of
+    /// whose lookups went unanswered keeps its last verdict (if it has one) and is asked about again.
     private func evaluate(_ hosts: [(String, Resolution)]) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
         var addresses: [IPAddress] = []
         var seen: Set<IPAddress> = []
@@ -220,10 +279,19 @@ public final class HostMonitor: Sendable {
         }
         let answers = addresses.isEmpty ? [] : lookup.withLock { $0.lookup(addresses) }
         let decisions = Dictionary(uniqueKeysWithValues: zip(addresses, answers))
-        return state.withLock { state in
+        let unansweredAddresses = Set(decisions.filter { !$0.value.isAnswer }.keys)
+        var unanswered: [String] = []
+        let result = state.withLock { state in
             var current: [String: StampedVerdict] = [:]
             var changed: [StampedVerdict] = []
             for (host, resolution) in hosts {
+                if case .addresses(let list) = resolution, list.contains(where: unansweredAddresses.contains) {
+                    unanswered.append(host)
+                    if let last = state.entries[host]?.tracker.current {
+                        current[host] = last
+                        continue
+                    }
+                }
                 let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
                 // Recorded in place: copying the entry out and back cost two lookups and its verdict's retains.
                 let (published, latest) = Self.record(verdict, in: &state.entries[host, default: Entry()])
@@ -235,6 +303,8 @@ public final class HostMonitor: Sendable {
             }
             return (current, changed)
         }
+        if !unanswered.isEmpty { retryUnansweredSoon(unanswered) }
+        return result
     }
 
     /// Records `verdict` in a host's entry: the change to publish, if any, and the entry's current verdict.

@@ -42,8 +42,21 @@ public final class RouteLookup {
         lookup([destination])[0]
     }
 
-    /// The kernel's answers for `destinations`, in the same order.
+    /// The kernel's answers for `destinations`, in the same order. Each destination gets its own answer: a
+    /// refusal (reject route, no route) answers only its own request. A question that went unanswered (no
+    /// answer within a second, a send or read failure) is asked once more before it is given as `.failed`.
     public func lookup(_ destinations: [IPAddress]) -> [RouteDecision] {
+        var results = lookupInBatches(destinations)
+        let unanswered = results.indices.filter { !results[$0].isAnswer }
+        if !unanswered.isEmpty {
+            for (index, decision) in zip(unanswered, lookupInBatches(unanswered.map { destinations[$0] })) {
+                results[index] = decision
+            }
+        }
+        return results
+    }
+
+    private func lookupInBatches(_ destinations: [IPAddress]) -> [RouteDecision] {
         var results: [RouteDecision] = []
         results.reserveCapacity(destinations.count)
         var start = 0
@@ -60,21 +73,25 @@ public final class RouteLookup {
         for (index, destination) in destinations.enumerated() {
             switch send(destination) {
             case .success(let sequence): answers.pending[sequence] = index
-            case .failure(let code): answers.results[index] = .refused(errno: code)
+            case .failure(let code): answers.results[index] = .failed(errno: code)
             }
         }
         guard let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else {
-            return destinations.indices.map { answers.results[$0] ?? .refused(errno: ENOMEM) }
+            return destinations.indices.map { answers.results[$0] ?? .failed(errno: ENOMEM) }
         }
         defer { nl_cb_put(callbacks) }
         let context = Unmanaged.passUnretained(answers).toOpaque()
         nl_cb_set(callbacks, NL_CB_VALID, NL_CB_CUSTOM, routeAnswerCallback, context)
         nl_cb_err(callbacks, NL_CB_CUSTOM, routeErrorCallback, context)
         while !answers.pending.isEmpty {
-            // Each call reads one answer; an error (the read timeout) leaves the rest unanswered.
-            if nl_recvmsgs(socket, callbacks) < 0 { break }
+            // Each call reads what one receive brings; the callbacks skip past every message (an error
+            // message too), so one refusal never ends the read. Answers to requests of an earlier batch that
+            // gave up on them are not pending and are dropped. Only a read that waited a second for nothing
+            // (or a broken socket) ends the batch.
+            let received = nl_recvmsgs(socket, callbacks)
+            if received < 0, received != -NLE_NOMEM, received != -NLE_MSG_TRUNC, received != -NLE_DUMP_INTR { break }
         }
-        return destinations.indices.map { answers.results[$0] ?? .refused(errno: ETIMEDOUT) }
+        return destinations.indices.map { answers.results[$0] ?? .failed(errno: ETIMEDOUT) }
     }
 
     /// Sends one request; its sequence number, or an errno.
@@ -109,13 +126,13 @@ private final class AnswerBox {
 }
 
 private let routeAnswerCallback: nl_recvmsg_msg_cb_t = { message, context in
-    guard let message, let context, let header = nlmsg_hdr(message) else { return Int32(NL_STOP.rawValue) }
+    guard let message, let context, let header = nlmsg_hdr(message) else { return Int32(NL_SKIP.rawValue) }
     let box = Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue()
     let sequence = header.pointee.nlmsg_seq
     var route: OpaquePointer?
     guard rtnl_route_parse(header, &route) == 0, let route else {
-        box.answer(sequence: sequence, .refused(errno: EPROTO))
-        return Int32(NL_STOP.rawValue)
+        box.answer(sequence: sequence, .failed(errno: EPROTO))
+        return Int32(NL_SKIP.rawValue)
     }
     defer { rtnl_route_put(route) }
     let hop = rtnl_route_get_nnexthops(route) > 0 ? rtnl_route_nexthop_n(route, 0) : nil
@@ -125,12 +142,14 @@ private let routeAnswerCallback: nl_recvmsg_msg_cb_t = { message, context in
         gateway: hop.flatMap { LibnlObjects.address(rtnl_route_nh_get_gateway($0)) },
         source: LibnlObjects.address(rtnl_route_get_pref_src(route))
     ))
-    return Int32(NL_STOP.rawValue)
+    return Int32(NL_SKIP.rawValue)
 }
 
+/// A refusal answers its own request only: `NL_SKIP` goes on to the next message, where `NL_STOP` would make
+/// `nl_recvmsgs` return the refusal itself and end the read.
 private let routeErrorCallback: nl_recvmsg_err_cb_t = { _, error, context in
-    guard let error, let context else { return Int32(NL_STOP.rawValue) }
+    guard let error, let context else { return Int32(NL_SKIP.rawValue) }
     Unmanaged<AnswerBox>.fromOpaque(context).takeUnretainedValue()
         .answer(sequence: error.pointee.msg.nlmsg_seq, .refused(errno: -error.pointee.error))
-    return Int32(NL_STOP.rawValue)
+    return Int32(NL_SKIP.rawValue)
 }

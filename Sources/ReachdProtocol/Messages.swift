@@ -103,6 +103,8 @@ public struct ProtocolError: Error, Hashable, Sendable {
         case unavailable = "unavailable"
         /// The connection was refused: its user (or everyone) holds as many connections as the daemon serves.
         case tooManyConnections = "too_many_connections"
+        /// reachd: the caller's uid has as many host requests waiting for their answers as one user may.
+        case tooManyRequests = "too_many_requests"
     }
 
     public var code: Code

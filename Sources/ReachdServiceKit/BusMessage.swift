@@ -100,6 +100,16 @@ package enum BusMessage {
         }
     }
 
+    /// The effective uid of the peer that sent `call`, as the bus reports it.
+    package static func senderUID(of call: OpaquePointer) -> UInt32? {
+        var creds: OpaquePointer?
+        guard sd_bus_query_sender_creds(call, UInt64(SD_BUS_CREDS_EUID), &creds) >= 0, let creds else { return nil }
+        defer { sd_bus_creds_unref(creds) }
+        var uid = uid_t()
+        guard sd_bus_creds_get_euid(creds, &uid) >= 0 else { return nil }
+        return UInt32(uid)
+    }
+
     /// Replies to `call` with a D-Bus error; returns what sd-bus expects from a method handler.
     package static func replyError(_ call: OpaquePointer, name: String, message: String) -> Int32 {
         var error = sd_bus_error()

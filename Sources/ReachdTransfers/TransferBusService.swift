@@ -189,7 +189,7 @@ final class TransferBusService: @unchecked Sendable {
         case .invalidURL: "org.reachd.Transfers1.Error.InvalidURL"
         case .invalidOutput: "org.reachd.Transfers1.Error.InvalidOutput"
         case .conflict: "org.reachd.Transfers1.Error.Conflict"
-        case .limit, .tooManyConnections: "org.reachd.Transfers1.Error.Limit"
+        case .limit, .tooManyConnections, .tooManyRequests: "org.reachd.Transfers1.Error.Limit"
         case .internalError: "org.reachd.Transfers1.Error.Internal"
         case .unavailable: "org.reachd.Transfers1.Error.Unavailable"
         }
