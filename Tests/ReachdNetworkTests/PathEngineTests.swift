@@ -30,6 +30,27 @@ final class PathEngineTests: XCTestCase {
         XCTAssertNil(owner.current)
     }
 
+    /// The same on one of the engine's own threads (the resolver file's, handing on the change it saw): the
+    /// engine stops, its thread being joined from another thread.
+    func testStoppingTheEngineWhileItsOwnThreadHandsOnAPathStopsIt() throws {
+        let directory = try TestNetwork.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let owner = EngineBox()
+        let received = Received<NWPath>()
+        let engine = engine(resolverConfiguration: directory + "/resolv.conf") { path in
+            received.append(path)
+            if path.supportsDNS { owner.take()?.stop() }
+        }
+        owner.set(engine)
+        engine.followResolverConfiguration()
+        engine.received(snapshot: TestNetwork.wired())
+        try "nameserver 192.0.2.53\n".write(toFile: directory + "/resolv.conf", atomically: true, encoding: .utf8)
+        XCTAssertTrue(received.wait { $0.count == 2 }, "\(received.all)")
+        XCTAssertNil(owner.current)
+        engine.received(snapshot: TestNetwork.wired(gateway: "192.0.2.254"))
+        XCTAssertEqual(received.all.map(\.supportsDNS), [false, true])
+    }
+
     /// A path judged while one is handed on (here by the same thread) comes next, after it: never first, never twice.
     func testAPathJudgedDuringADeliveryIsHandedOnNextInOrder() {
         let received = Received<NWPath>()
