@@ -38,8 +38,8 @@ final class PathEngineTests: XCTestCase {
         let owner = EngineBox()
         let received = Received<NWPath>()
         let engine = engine(resolverConfiguration: directory + "/resolv.conf") { path in
-            received.append(path)
             if path.supportsDNS { owner.take()?.stop() }
+            received.append(path)
         }
         owner.set(engine)
         engine.followResolverConfiguration()
