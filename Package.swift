@@ -141,7 +141,7 @@ let package = Package(
         .target(
             name: "ReachdNetwork",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol",
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol", "ReachdServiceKit",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -229,7 +229,7 @@ let package = Package(
             name: "ReachdMonitorTests",
             dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel"]),
+        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "ReachdTransferModel", "Reachability"]

@@ -14,7 +14,8 @@ public final class NWPathMonitor: Sendable {
     private struct State {
         var handler: (@Sendable (NWPath) -> Void)?
         var queue: DispatchQueue?
-        var path = NWPath.unknown
+        /// The engine's latest path; nil until it gave its first (a new consumer gets that one first).
+        var path: NWPath?
         var engine: PathEngine?
         var streams: [UUID: AsyncStream<NWPath>.Continuation] = [:]
         var cancelled = false
@@ -22,6 +23,8 @@ public final class NWPathMonitor: Sendable {
 
     private let configuration: Configuration
     private let judge: PathJudge
+    /// Starts a new engine's I/O (outside the lock); tests hand it snapshots themselves instead.
+    private let startEngine: @Sendable (PathEngine) -> Void
     private let state = Mutex(State())
 
     /// A monitor of every interface type.
@@ -40,17 +43,21 @@ public final class NWPathMonitor: Sendable {
     }
 
     /// Reads the configuration (`REACHD_CONFIG`, else /etc/reachd/reachd.toml, else the defaults).
-    private init(required: NWInterface.InterfaceType?, prohibited: [NWInterface.InterfaceType]) {
+    init(required: NWInterface.InterfaceType?, prohibited: [NWInterface.InterfaceType],
+         startEngine: @escaping @Sendable (PathEngine) -> Void = { $0.start() }) {
         configuration = MonitorConfiguration.load()
         judge = PathJudge(classifier: configuration.classifier, required: required, prohibited: prohibited)
+        self.startEngine = startEngine
     }
 
+    /// The last reference can go on an engine thread while it hands a path on (`receive` holds one then):
+    /// the engine stops its threads from another thread then.
     deinit {
         state.withLock { $0.engine }?.stop()
     }
 
     /// The latest path; unsatisfied, with no interfaces, before the monitor started.
-    public var currentPath: NWPath { state.withLock { $0.path } }
+    public var currentPath: NWPath { state.withLock { $0.path } ?? .unknown }
 
     /// Called on `queue` with each new path.
     @preconcurrency
@@ -66,14 +73,16 @@ public final class NWPathMonitor: Sendable {
     /// A second call, or a call after `cancel()`, does nothing. Where reachd's socket exists, this waits up to
     /// two seconds for its first answer.
     public func start(queue: DispatchQueue) {
-        let (engine, current) = state.withLock { state -> (PathEngine?, (NWPath, @Sendable (NWPath) -> Void)?) in
-            guard !state.cancelled, state.queue == nil else { return (nil, nil) }
+        let engine = state.withLock { state -> PathEngine? in
+            guard !state.cancelled, state.queue == nil else { return nil }
             state.queue = queue
-            if state.engine != nil { return (nil, state.handler.map { (state.path, $0) }) }
-            return (makeEngine(&state), nil)
+            guard state.engine != nil else { return makeEngine(&state) }
+            // Iteration started the engine: its latest path, if it gave one yet (else `receive` passes the
+            // first), queued under the lock so that no later path overtakes it.
+            if let path = state.path, let handler = state.handler { queue.async { handler(path) } }
+            return nil
         }
-        if let (path, handler) = current { queue.async { handler(path) } }
-        engine?.start()
+        if let engine { startEngine(engine) }
     }
 
     /// Stops watching for good: no handler call is made and every iteration ends.
@@ -115,7 +124,8 @@ public final class NWPathMonitor: Sendable {
             }
             state.streams[id] = continuation
             if state.engine != nil {
-                continuation.yield(state.path)
+                // The latest path, once the engine gave one (else `receive` yields the first).
+                if let path = state.path { continuation.yield(path) }
                 return nil
             }
             return makeEngine(&state)
@@ -123,7 +133,7 @@ public final class NWPathMonitor: Sendable {
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.streams.removeValue(forKey: id) }
         }
-        engine?.start()
+        if let engine { startEngine(engine) }
         return stream
     }
 }
