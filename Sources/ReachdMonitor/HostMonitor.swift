@@ -47,17 +47,25 @@ public final class HostMonitor: Sendable {
     private let judge: HostVerdict
     private let refreshSeconds: Double
     private let resolver: HostResolver
-    private let lookup: Mutex<RouteLookup>
+    /// The kernel's route decisions for a batch of addresses (`RouteLookup`; tests give their own).
+    private let routes: @Sendable ([IPAddress]) -> [RouteDecision]
     private let state = Mutex(State())
     private let logger: Logger
 
     /// `refreshSeconds`: how often watched names are resolved again (getaddrinfo tells no TTL); 0 = only
     /// after network changes.
-    package init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger) throws {
+    package convenience init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger) throws {
+        let lookup = try SerialRouteLookup()
+        self.init(judge: judge, refreshSeconds: refreshSeconds, resolver: resolver, logger: logger) { lookup($0) }
+    }
+
+    /// A monitor whose route decisions come from `routes`.
+    package init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger,
+                 routes: @escaping @Sendable ([IPAddress]) -> [RouteDecision]) {
         self.judge = judge
         self.refreshSeconds = refreshSeconds
         self.resolver = resolver
-        self.lookup = Mutex(try RouteLookup())
+        self.routes = routes
         self.logger = logger
     }
 
@@ -277,7 +285,7 @@ public final class HostMonitor: Sendable {
         for case (_, .addresses(let list)) in hosts {
             for address in list where seen.insert(address).inserted { addresses.append(address) }
         }
-        let answers = addresses.isEmpty ? [] : lookup.withLock { $0.lookup(addresses) }
+        let answers = addresses.isEmpty ? [] : routes(addresses)
         let decisions = Dictionary(uniqueKeysWithValues: zip(addresses, answers))
         let unansweredAddresses = Set(decisions.filter { !$0.value.isAnswer }.keys)
         var unanswered: [String] = []
@@ -320,4 +328,13 @@ public final class HostMonitor: Sendable {
         // Recorded just now: a verdict is always there.
         return current[host]!
     }
+}
+
+/// One `RouteLookup` socket, used by one caller at a time.
+private final class SerialRouteLookup: Sendable {
+    private let lookup: Mutex<RouteLookup>
+
+    init() throws { lookup = Mutex(try RouteLookup()) }
+
+    func callAsFunction(_ addresses: [IPAddress]) -> [RouteDecision] { lookup.withLock { $0.lookup(addresses) } }
 }
