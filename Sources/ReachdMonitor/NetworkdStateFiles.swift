@@ -1,6 +1,7 @@
 import Logging
 import ReachdModel
 import ReachdServiceKit
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,14 +12,14 @@ import Glibc
 ///
 /// networkd calls these files private data: they are parsed tolerantly (`NetworkdLease`,
 /// `NetworkdLinkState`), and a file that cannot be read is "no information" with one log line. Only
-/// networkd (root or systemd-network) can write there. When the directories do not exist yet, their nearest
-/// parent is watched until they appear.
+/// networkd (root or systemd-network) can write there. Which directories are watched is `NetworkdWatchPlan`'s
+/// decision: while one does not exist, its nearest parent is watched until it appears, and no longer after.
 package final class NetworkdStateFiles: @unchecked Sendable {
     /// Where networkd keeps its state.
     package static let defaultRoot = "/run/systemd/netif"
 
     private static let directoryEvents = UInt32(IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-    private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
+    private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     private let root: String
     private let logger: Logger
@@ -27,8 +28,13 @@ package final class NetworkdStateFiles: @unchecked Sendable {
     private let thread: PollThread
     // Only touched by `start` (before the thread runs) and on the thread.
     private var watches: [Int32: String] = [:]
+    private var plan: NetworkdWatchPlan
     private var facts: [Int32: NetworkdLinkFacts] = [:]
     private var problems: [Int32: String] = [:]
+    private let rescans = Atomic<Int>(0)
+
+    /// How many times every file has been read again (the start included); each costs a read of all of them.
+    package var rescanCount: Int { rescans.load(ordering: .relaxed) }
 
     /// `onChange` gets every new map of interface index → facts (on this source's thread, and once in `start`).
     package init(root: String = NetworkdStateFiles.defaultRoot, logger: Logger,
@@ -45,6 +51,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
         self.root = root
         self.logger = logger
         self.onChange = onChange
+        plan = NetworkdWatchPlan(root: root, present: [])
     }
 
     /// Follows networkd's state files into `merger`, or nil (with a warning) when inotify cannot be used.
@@ -68,7 +75,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
     package func start() throws {
         arm()
         rescan()
-        if watches.values.contains("leases") {
+        if plan.watches["\(root)/leases"] == .files {
             logger.info("networkd: following DHCP leases and link state", metadata: ["directory": "\(root)"])
         }
         do {
@@ -85,26 +92,40 @@ package final class NetworkdStateFiles: @unchecked Sendable {
 
     package func stop() { thread.stop() }
 
-    /// Watches `leases/` and `links/`; where one is missing, the nearest existing parent instead.
+    /// Makes the watches those of the plan for the paths that exist now: adds the missing, removes the
+    /// unwanted. A directory that appeared before its parent was watched is reported by nobody, and one that
+    /// went away cannot be watched: while what exists changes meanwhile, it looks again (a few times at most).
     private func arm() {
-        for name in ["leases", "links"] {
-            let wd = inotify_add_watch(inotify, "\(root)/\(name)", Self.directoryEvents)
-            if wd >= 0 {
-                watches[wd] = name
-                continue
+        for _ in 0..<4 {
+            let present = existingDirectories()
+            plan = NetworkdWatchPlan(root: root, present: present)
+            for (wd, path) in watches where plan.watches[path] == nil { forget(wd) }
+            let watched = Set(watches.values)
+            for (path, purpose) in plan.watches where !watched.contains(path) {
+                let wd = inotify_add_watch(inotify, path, purpose == .files ? Self.directoryEvents : Self.parentEvents)
+                if wd >= 0 { watches[wd] = path }
             }
-            for parent in [root, String(root[..<(root.lastIndex(of: "/") ?? root.endIndex)])] where !parent.isEmpty {
-                let wd = inotify_add_watch(inotify, parent, Self.parentEvents)
-                if wd >= 0 {
-                    watches[wd] = parent
-                    break
-                }
-            }
+            if existingDirectories() == present { return }
         }
     }
 
-    /// Reads the pending events: a lease or link file changed (read that link again), or a directory
-    /// appeared or went away, or the queue overflowed (watch again, read everything).
+    /// Which of the plan's candidate paths are directories now.
+    private func existingDirectories() -> Set<String> {
+        Set(NetworkdWatchPlan.candidates(root: root).filter { path in
+            var status = stat()
+            return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
+        })
+    }
+
+    /// Removes a watch; what it still reports is ignored from here on.
+    private func forget(_ wd: Int32) {
+        inotify_rm_watch(inotify, wd)
+        watches[wd] = nil
+    }
+
+    /// Reads the pending events: a lease or link file changed (read that link again), or an awaited directory
+    /// appeared, or a watched one went away, or the queue overflowed (watch again, read everything). Events
+    /// of a watch removed are stale and skipped.
     private func drain() {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var changed: Set<Int32> = []
@@ -120,13 +141,20 @@ package final class NetworkdStateFiles: @unchecked Sendable {
                 let nameEnd = min(n, nameStart + Int(event.len))
                 let name = buffer[nameStart..<nameEnd].prefix { $0 != 0 }
                 offset = nameEnd
-                let directory = watches[event.wd]
-                if event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0
-                    || (directory != "leases" && directory != "links") {
-                    if event.mask & UInt32(IN_IGNORED) != 0 { watches[event.wd] = nil }
+                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
                     everything = true
-                } else if let index = Self.interfaceIndex(name) {
-                    changed.insert(index)
+                    continue
+                }
+                guard let path = watches[event.wd] else { continue }
+                if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                    forget(event.wd)
+                    everything = true
+                    continue
+                }
+                switch plan.reaction(to: name, in: path) {
+                case .readLink(let index): changed.insert(index)
+                case .rescan: everything = true
+                case .nothing: break
                 }
             }
         }
@@ -140,21 +168,16 @@ package final class NetworkdStateFiles: @unchecked Sendable {
         }
     }
 
-    /// A file name made of digits only (networkd's temporary files start with `.#`).
-    private static func interfaceIndex<Name: Collection<UInt8>>(_ name: Name) -> Int32? {
-        guard !name.isEmpty, name.count <= 10, name.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        return Int32(String(decoding: name, as: UTF8.self))
-    }
-
     /// Reads every link that has a lease or a link file.
     private func rescan() {
+        rescans.add(1, ordering: .relaxed)
         var indices: Set<Int32> = []
         for name in ["leases", "links"] {
             guard let directory = opendir("\(root)/\(name)") else { continue }
             defer { closedir(directory) }
             while let entry = readdir(directory) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-                if let index = Self.interfaceIndex(name) { indices.insert(index) }
+                if let index = NetworkdWatchPlan.interfaceIndex(name) { indices.insert(index) }
             }
         }
         var updated: [Int32: NetworkdLinkFacts] = [:]

@@ -1,19 +1,25 @@
 import NIOCore
 
 /// Closes its connection once it has been idle (`IdleRule`) for the timeout. The protocol handler behind it
-/// sends it `ConnectionUse` as user outbound events; everything else passes through untouched.
+/// sends it `ConnectionUse` as user outbound events; everything else passes through untouched. The idle
+/// deadline lives in `timers` (`OffLoopTimers`: a connection that closes leaves nothing to wake up for).
 public final class ConnectionGuard: ChannelDuplexHandler {
     public typealias InboundIn = NIOAny
     public typealias OutboundIn = NIOAny
 
     private var rule = IdleRule()
     private let timeout: TimeAmount
+    private let timers: any ConnectionTimers
     private let onIdle: @Sendable () -> Void
-    private var timer: Scheduled<Void>?
+    private var cancelTimer: (@Sendable () -> Void)?
+    /// Counts the timers set: a timer's body that arrives after its timer was replaced does nothing.
+    private var armings: UInt64 = 0
 
     /// `onIdle` runs (on the event loop) just before an idle connection is closed.
-    public init(timeout: TimeAmount, onIdle: @escaping @Sendable () -> Void = {}) {
+    public init(timeout: TimeAmount, timers: any ConnectionTimers = OffLoopTimers.shared,
+                onIdle: @escaping @Sendable () -> Void = {}) {
         self.timeout = timeout
+        self.timers = timers
         self.onIdle = onIdle
     }
 
@@ -41,16 +47,20 @@ public final class ConnectionGuard: ChannelDuplexHandler {
 
     private func arm(_ context: ChannelHandlerContext) {
         disarm()
-        let bound = context.loopBound
-        let onIdle = self.onIdle
-        timer = context.eventLoop.scheduleTask(in: timeout) {
-            onIdle()
-            bound.value.close(promise: nil)
+        armings &+= 1
+        let arming = armings
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        cancelTimer = timers.schedule(in: timeout, on: context.eventLoop) {
+            let (connection, context) = bound.value
+            guard connection.armings == arming, connection.cancelTimer != nil else { return }
+            connection.cancelTimer = nil
+            connection.onIdle()
+            context.close(promise: nil)
         }
     }
 
     private func disarm() {
-        timer?.cancel()
-        timer = nil
+        cancelTimer?()
+        cancelTimer = nil
     }
 }

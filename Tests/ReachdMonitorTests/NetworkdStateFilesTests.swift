@@ -91,4 +91,40 @@ final class NetworkdStateFilesTests: XCTestCase {
         try write(lease252 + "VENDOR_SPECIFIC=414e44524f49445f4d455445524544\n", "leases/2")
         waitFor([2: NetworkdLinkFacts(androidMetered: true)], "the lease in the new directory")
     }
+
+    /// networkd rewrites its `state` file beside the directories on every change. Once both directories
+    /// exist, that must not make every lease and link file be read again.
+    func testFilesBesideTheDirectoriesCauseNoRescanOnceTheyExist() throws {
+        let source = try start()
+        defer { source.stop() }
+        for directory in ["leases", "links"] {
+            try FileManager.default.createDirectory(atPath: "\(root)/\(directory)", withIntermediateDirectories: true)
+        }
+        try write(lease252 + "VENDOR_SPECIFIC=414e44524f49445f4d455445524544\n", "leases/2")
+        try write("CAPTIVE_PORTAL=https://portal.test/capport\n", "links/2")
+        // Both files are read only once both directories' creations have been seen.
+        waitFor([2: NetworkdLinkFacts(androidMetered: true, captivePortal: "https://portal.test/capport")], "the new directories' files")
+        let rescans = source.rescanCount
+        for round in 0..<50 { try write("OPER_STATE=routable\nROUND=\(round)\n", "state") }
+        // One inotify descriptor reports in order: once this renewal is read, so are the 50 rewrites before it.
+        try write(lease252, "leases/2")
+        waitFor([2: NetworkdLinkFacts(androidMetered: false, captivePortal: "https://portal.test/capport")], "the renewal after the rewrites")
+        XCTAssertEqual(source.rescanCount, rescans, "rewrites of networkd's state file read every lease and link file again")
+    }
+
+    /// A directory that goes away is waited for again, and followed once it is back.
+    func testADirectoryThatComesBackIsFollowedAgain() throws {
+        for directory in ["leases", "links"] {
+            try FileManager.default.createDirectory(atPath: "\(root)/\(directory)", withIntermediateDirectories: true)
+        }
+        try write(lease252 + "VENDOR_SPECIFIC=414e44524f49445f4d455445524544\n", "leases/2")
+        let source = try start()
+        defer { source.stop() }
+        XCTAssertEqual(published.last, [2: NetworkdLinkFacts(androidMetered: true)])
+        try FileManager.default.removeItem(atPath: "\(root)/leases")
+        waitFor([:], "the lease gone with its directory")
+        try FileManager.default.createDirectory(atPath: "\(root)/leases", withIntermediateDirectories: true)
+        try write(lease252 + "VENDOR_SPECIFIC=414e44524f49445f4d455445524544\n", "leases/5")
+        waitFor([5: NetworkdLinkFacts(androidMetered: true)], "the lease in the directory made again")
+    }
 }

@@ -3,11 +3,12 @@ import NIOEmbedded
 import ReachdServiceKit
 import XCTest
 
-/// The guard on NIO's in-memory channel, with the embedded loop's clock: no sockets, no waiting.
+/// The guard on NIO's in-memory channel, with NIO's timers (`EventLoopTimers`) on the embedded loop's clock: no
+/// sockets, no waiting. `ConnectionGuardWakeUpTests` tries the daemons' timers on a real loop.
 final class ConnectionGuardTests: XCTestCase {
     private func connected(_ loop: EmbeddedEventLoop, closes: IdleCount) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel(loop: loop)
-        try channel.pipeline.syncOperations.addHandler(ConnectionGuard(timeout: .seconds(15)) { closes.add() })
+        try channel.pipeline.syncOperations.addHandler(ConnectionGuard(timeout: .seconds(15), timers: EventLoopTimers()) { closes.add() })
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/test.sock")).wait()
         return channel
     }
