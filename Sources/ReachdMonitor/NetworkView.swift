@@ -49,6 +49,8 @@ public final class NetworkView: StartedComponent {
             if let published {
                 logger.info("verdict", metadata: published.logMetadata)
             }
+            // nil when at most the captive portal's counters changed: not a network change, so the hosts are
+            // re-judged (their verdicts take the new counters) but their names are not resolved again.
             hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
             snapshots?(snapshot)
         }
