@@ -68,8 +68,11 @@ public final class NetworkView: StartedComponent {
         }
     }
 
-    /// Takes the captive-portal APIs' last answers (by API URL) into the verdicts.
-    package func update(portalStatus: [String: CaptivePortalStatus]) { merger.update(portalStatus: portalStatus) }
+    /// Takes the captive-portal APIs' last answers (by API URL) from round `round` of queries into the verdicts;
+    /// answers from a round older than the newest one seen are ignored.
+    package func update(portalStatus: [String: CaptivePortalStatus], round: UInt64) {
+        merger.update(portalStatus: portalStatus, round: round)
+    }
 
     /// Resynchronisations of the netlink caches so far.
     package var resynchronisations: Int { watcher.resynchronisationCount }

@@ -84,12 +84,16 @@ public final class VerdictHub: Sendable {
         }
     }
 
-    /// Calls `observer` with every published change (not the current verdict). `refreshes`: also with every
-    /// refresh of the portal's counters (same sequence).
-    public func addObserver(refreshes: Bool = false, _ observer: @escaping @Sendable (StampedVerdict) -> Void) -> ObserverID {
+    /// Calls `observer` with every published change. `startingWithCurrent`: first with the current verdict (if
+    /// any), taken and registered under one lock, so that no change comes before it or goes missing.
+    /// `refreshes`: also with every refresh of the portal's counters (same sequence).
+    public func addObserver(
+        startingWithCurrent: Bool = false, refreshes: Bool = false, _ observer: @escaping @Sendable (StampedVerdict) -> Void
+    ) -> ObserverID {
         state.withLock { state in
             state.nextObserver += 1
             state.observers[state.nextObserver] = Observer(refreshes: refreshes, call: observer)
+            if startingWithCurrent, let current = state.tracker.current { observer(current) }
             return ObserverID(value: state.nextObserver)
         }
     }

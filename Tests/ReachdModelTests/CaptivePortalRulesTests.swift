@@ -1,7 +1,7 @@
 import ReachdModel
 import XCTest
 
-/// The captive portal's counters are not a network change.
+/// The captive portal's counters are not a network change; stale rounds of API answers.
 final class CaptivePortalRulesTests: XCTestCase {
     private static let api = "https://portal.test/api"
 
@@ -41,5 +41,20 @@ final class CaptivePortalRulesTests: XCTestCase {
         XCTAssertEqual(tracker.recordOutcome(again, at: Timestamp(microseconds: 4)), .unchanged)
         let expired = verdict(CaptivePortalStatus(captive: true, secondsRemaining: 0))
         XCTAssertEqual(tracker.record(expired, at: Timestamp(microseconds: 5))?.sequence, 2)
+    }
+
+    func testAnswersOfAStaleRoundAreIgnored() {
+        var answers = CaptivePortalAnswers()
+        let captive = CaptivePortalStatus(captive: true)
+        XCTAssertTrue(answers.take([Self.api: captive], round: 1))
+        XCTAssertTrue(answers.take([:], round: 2), "round 2 starts by forgetting round 1's answer")
+        XCTAssertFalse(answers.take([Self.api: captive], round: 1), "round 1 was cancelled; its answer lands late")
+        XCTAssertEqual(answers.byURL, [:])
+        XCTAssertEqual(answers.round, 2)
+        let free = CaptivePortalStatus(captive: false)
+        XCTAssertTrue(answers.take([Self.api: free], round: 2))
+        XCTAssertFalse(answers.take([:], round: 1), "a stale round's start does not clear the newer answer")
+        XCTAssertEqual(answers.byURL, [Self.api: free])
+        XCTAssertFalse(answers.take([Self.api: free], round: 2), "the same answer again: no change")
     }
 }
