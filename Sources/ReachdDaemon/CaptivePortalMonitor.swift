@@ -8,8 +8,8 @@ import Synchronization
 /// it says (RFC 8908), when the announcement or the path changes and then on `CaptivePortalSchedule`'s
 /// timetable, and gives each answer to the verdicts (`NetworkView.update(portalStatus:round:)`): the
 /// connectivity is `portal` while the API says captive, `full` when it says not. It only ever contacts the
-/// announced URL, one query at a time. Each round carries its number to the verdicts, which ignore a round
-/// older than the newest (a cancelled round that lands late).
+/// announced URL, at an address `CaptivePortalTarget` accepts, one query at a time. Each round carries its
+/// number to the verdicts, which ignore a round older than the newest (a cancelled round that lands late).
 final class CaptivePortalMonitor: InternetVerdictFollower {
     /// What a round of queries is about: a new API or another path starts a new round.
     private struct PathKey: Equatable {
@@ -61,7 +61,9 @@ final class CaptivePortalMonitor: InternetVerdictFollower {
         var failures = 0
         var last: CaptivePortalStatus?
         while !Task.isCancelled {
-            let result = await CaptivePortalFetch.status(of: key.apiURL, resolver: view.resolver, group: group, timeout: TimeAmount.seconds(10))
+            let result = await CaptivePortalFetch.status(
+                of: key.apiURL, ownAddresses: view.hub.snapshot.ownAddresses, resolver: view.resolver, group: group
+            )
             guard state.withLock({ $0.round == round }) else { return }
             var answer: CaptivePortalStatus?
             switch result {
@@ -75,7 +77,8 @@ final class CaptivePortalMonitor: InternetVerdictFollower {
                 }
             case .failure(let why):
                 failures += 1
-                logger.warning("captive portal API: no answer", metadata: ["url": "\(key.apiURL.terminalSafe)", "error": "\(why.description.terminalSafe)"])
+                let message: Logger.Message = why.refused ? "captive portal API refused: not contacted" : "captive portal API: no answer"
+                logger.warning(message, metadata: ["url": "\(key.apiURL.terminalSafe)", "error": "\(why.description.terminalSafe)"])
             }
             let delay = CaptivePortalSchedule.secondsUntilNextQuery(after: answer, failures: failures)
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))

@@ -50,6 +50,9 @@ public final class VerdictHub: Sendable {
     /// The verdict as last published (with the portal's latest counters); nil before the first snapshot.
     public var current: StampedVerdict? { state.withLock { $0.tracker.current } }
 
+    /// The snapshot the current verdict was judged from.
+    public var snapshot: NetworkSnapshot { state.withLock { $0.snapshot } }
+
     /// Computes the verdict for `snapshot` and, if it changed, notifies every observer; returns the change
     /// (nil when nothing changed but, at most, the portal's counters).
     @discardableResult
