@@ -212,6 +212,7 @@ let package = Package(
                 "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -6,9 +6,10 @@ import Synchronization
 
 /// Asks the captive-portal API the internet path's network announced (RFC 8910, as networkd records it) what
 /// it says (RFC 8908), when the announcement or the path changes and then on `CaptivePortalSchedule`'s
-/// timetable, and gives each answer to the verdicts (`NetworkView.update(portalStatus:)`): the connectivity
-/// is `portal` while the API says captive, `full` when it says not. It only ever contacts the announced URL,
-/// one query at a time.
+/// timetable, and gives each answer to the verdicts (`NetworkView.update(portalStatus:round:)`): the
+/// connectivity is `portal` while the API says captive, `full` when it says not. It only ever contacts the
+/// announced URL, at an address `CaptivePortalTarget` accepts, one query at a time. Each round carries its
+/// number to the verdicts, which ignore a round older than the newest (a cancelled round that lands late).
 final class CaptivePortalMonitor: InternetVerdictFollower {
     /// What a round of queries is about: a new API or another path starts a new round.
     private struct PathKey: Equatable {
@@ -18,7 +19,7 @@ final class CaptivePortalMonitor: InternetVerdictFollower {
 
     private struct State {
         var path: PathKey?
-        var round = 0
+        var round: UInt64 = 0
         var running: Task<Void, Never>?
     }
 
@@ -54,13 +55,15 @@ final class CaptivePortalMonitor: InternetVerdictFollower {
     }
 
     /// Forgets the previous path's answer, then queries `key`'s API until the round ends.
-    private func run(_ key: PathKey?, round: Int) async {
-        view.update(portalStatus: [:])
+    private func run(_ key: PathKey?, round: UInt64) async {
+        view.update(portalStatus: [:], round: round)
         guard let key else { return }
         var failures = 0
         var last: CaptivePortalStatus?
         while !Task.isCancelled {
-            let result = await CaptivePortalFetch.status(of: key.apiURL, resolver: view.resolver, group: group, timeout: TimeAmount.seconds(10))
+            let result = await CaptivePortalFetch.status(
+                of: key.apiURL, ownAddresses: view.hub.snapshot.ownAddresses, resolver: view.resolver, group: group
+            )
             guard state.withLock({ $0.round == round }) else { return }
             var answer: CaptivePortalStatus?
             switch result {
@@ -69,12 +72,13 @@ final class CaptivePortalMonitor: InternetVerdictFollower {
                 answer = status
                 if status != last {
                     logger.info("captive portal API", metadata: Self.metadata(key.apiURL, status))
-                    view.update(portalStatus: [key.apiURL: status])
+                    view.update(portalStatus: [key.apiURL: status], round: round)
                     last = status
                 }
             case .failure(let why):
                 failures += 1
-                logger.warning("captive portal API: no answer", metadata: ["url": "\(key.apiURL.terminalSafe)", "error": "\(why.description.terminalSafe)"])
+                let message: Logger.Message = why.refused ? "captive portal API refused: not contacted" : "captive portal API: no answer"
+                logger.warning(message, metadata: ["url": "\(key.apiURL.terminalSafe)", "error": "\(why.description.terminalSafe)"])
             }
             let delay = CaptivePortalSchedule.secondsUntilNextQuery(after: answer, failures: failures)
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))

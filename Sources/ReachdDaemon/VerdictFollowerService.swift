@@ -12,14 +12,14 @@ protocol InternetVerdictFollower: Sendable {
 }
 
 /// Runs a follower in reachd's service group: from the group's start it gets the current verdict and every
-/// change; at graceful shutdown it stops following the hub and is stopped.
+/// change after it, in order (taken under the hub's one lock: never an older verdict after a newer one); at
+/// graceful shutdown it stops following the hub and is stopped.
 struct VerdictFollowerService<Follower: InternetVerdictFollower>: Service {
     let follower: Follower
     let hub: VerdictHub
 
     func run() async {
-        let observer = hub.addObserver { [follower] in follower.verdictChanged($0.verdict) }
-        if let current = hub.current { follower.verdictChanged(current.verdict) }
+        let observer = hub.addObserver(startingWithCurrent: true) { [follower] in follower.verdictChanged($0.verdict) }
         try? await gracefulShutdown()
         hub.removeObserver(observer)
         follower.stop()

@@ -49,6 +49,8 @@ public final class NetworkView: StartedComponent {
             if let published {
                 logger.info("verdict", metadata: published.logMetadata)
             }
+            // nil when at most the captive portal's counters changed: not a network change, so the hosts are
+            // re-judged (their verdicts take the new counters) but their names are not resolved again.
             hosts.networkChanged(snapshot, internetChanged: (published?.sequence ?? 0) > 1)
             snapshots?(snapshot)
         }
@@ -66,8 +68,11 @@ public final class NetworkView: StartedComponent {
         }
     }
 
-    /// Takes the captive-portal APIs' last answers (by API URL) into the verdicts.
-    package func update(portalStatus: [String: CaptivePortalStatus]) { merger.update(portalStatus: portalStatus) }
+    /// Takes the captive-portal APIs' last answers (by API URL) from round `round` of queries into the verdicts;
+    /// answers from a round older than the newest one seen are ignored.
+    package func update(portalStatus: [String: CaptivePortalStatus], round: UInt64) {
+        merger.update(portalStatus: portalStatus, round: round)
+    }
 
     /// Resynchronisations of the netlink caches so far.
     package var resynchronisations: Int { watcher.resynchronisationCount }

@@ -8,7 +8,7 @@ package final class SnapshotMerger: Sendable {
         var netlink: NetworkSnapshot?
         var manager: [String: ManagerMetered] = [:]
         var networkd: [Int32: NetworkdLinkFacts] = [:]
-        var portalStatus: [String: CaptivePortalStatus] = [:]
+        var portals = CaptivePortalAnswers()
     }
 
     private let state = Mutex(State())
@@ -42,11 +42,11 @@ package final class SnapshotMerger: Sendable {
         }
     }
 
-    /// The captive-portal APIs' last answers, by API URL.
-    package func update(portalStatus: [String: CaptivePortalStatus]) {
+    /// The captive-portal APIs' last answers, by API URL, from round `round` of queries; a round older than
+    /// the newest one seen is ignored (`CaptivePortalAnswers`).
+    package func update(portalStatus: [String: CaptivePortalStatus], round: UInt64) {
         state.withLock { state in
-            guard state.portalStatus != portalStatus else { return }
-            state.portalStatus = portalStatus
+            guard state.portals.take(portalStatus, round: round) else { return }
             emit(state)
         }
     }
@@ -55,7 +55,7 @@ package final class SnapshotMerger: Sendable {
         guard var snapshot = state.netlink else { return }
         snapshot.managerMetered = state.manager
         snapshot.networkd = keepsCaptivePortals ? state.networkd : state.networkd.mapValues { NetworkdLinkFacts(androidMetered: $0.androidMetered) }
-        snapshot.portalStatus = state.portalStatus
+        snapshot.portalStatus = state.portals.byURL
         publish(snapshot)
     }
 }

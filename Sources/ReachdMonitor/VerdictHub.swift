@@ -4,10 +4,19 @@ import Synchronization
 /// Owns the current network snapshot, the connectivity check's result and the published internet verdict;
 /// tells observers about each change once, in order. Where the network announced a captive-portal API and it
 /// answered, its word (`portal` while captive, else `full`) is the connectivity, before the check's.
+///
+/// A change of the captive portal's counters alone (`seconds-remaining`, `bytes-remaining`) is not a change:
+/// it takes no sequence number and `update(snapshot:)` returns nil for it; `current` carries the new counters,
+/// and only observers added with `refreshes: true` (D-Bus) are told.
 public final class VerdictHub: Sendable {
     /// Identifies an observer for `removeObserver`.
     public struct ObserverID: Hashable, Sendable {
         fileprivate let value: Int
+    }
+
+    private struct Observer {
+        var refreshes: Bool
+        var call: @Sendable (StampedVerdict) -> Void
     }
 
     private struct State {
@@ -16,18 +25,18 @@ public final class VerdictHub: Sendable {
         var snapshot = NetworkSnapshot()
         var connectivity = Connectivity.unknown
         var tracker = VerdictTracker()
-        var observers: [Int: @Sendable (StampedVerdict) -> Void] = [:]
+        var observers: [Int: Observer] = [:]
         var nextObserver = 0
 
         /// The verdict for the current snapshot with the check's word on it.
-        mutating func record(at time: Timestamp) -> StampedVerdict? {
+        mutating func record(at time: Timestamp) -> VerdictTracker.Outcome {
             var verdict = engine.verdict(for: snapshot)
             if verdict.reachable, let word = verdict.captivePortal?.connectivity {
                 verdict.connectivity = word
             } else if checking {
                 verdict.connectivity = verdict.reachable ? connectivity : .none
             }
-            return tracker.record(verdict, at: time)
+            return tracker.recordOutcome(verdict, at: time)
         }
     }
 
@@ -38,10 +47,14 @@ public final class VerdictHub: Sendable {
         state = Mutex(State(engine: engine, checking: checking))
     }
 
-    /// The verdict as last published; nil before the first snapshot.
+    /// The verdict as last published (with the portal's latest counters); nil before the first snapshot.
     public var current: StampedVerdict? { state.withLock { $0.tracker.current } }
 
-    /// Computes the verdict for `snapshot` and, if it changed, notifies every observer.
+    /// The snapshot the current verdict was judged from.
+    public var snapshot: NetworkSnapshot { state.withLock { $0.snapshot } }
+
+    /// Computes the verdict for `snapshot` and, if it changed, notifies every observer; returns the change
+    /// (nil when nothing changed but, at most, the portal's counters).
     @discardableResult
     public func update(snapshot: NetworkSnapshot, at time: Timestamp = .now()) -> StampedVerdict? {
         state.withLock { state in
@@ -61,18 +74,29 @@ public final class VerdictHub: Sendable {
 
     /// Observers run under the lock, so that two changes reach them in the order they were made;
     /// they only hand the verdict on (to event loops, to the connectivity check).
-    private func publish(_ stamped: StampedVerdict?, _ state: inout State) -> StampedVerdict? {
-        if let stamped {
-            for observer in state.observers.values { observer(stamped) }
+    private func publish(_ outcome: VerdictTracker.Outcome, _ state: inout State) -> StampedVerdict? {
+        switch outcome {
+        case .unchanged:
+            return nil
+        case .refreshed(let stamped):
+            for observer in state.observers.values where observer.refreshes { observer.call(stamped) }
+            return nil
+        case .changed(let stamped):
+            for observer in state.observers.values { observer.call(stamped) }
+            return stamped
         }
-        return stamped
     }
 
-    /// Calls `observer` with every published change (not the current verdict).
-    public func addObserver(_ observer: @escaping @Sendable (StampedVerdict) -> Void) -> ObserverID {
+    /// Calls `observer` with every published change. `startingWithCurrent`: first with the current verdict (if
+    /// any), taken and registered under one lock, so that no change comes before it or goes missing.
+    /// `refreshes`: also with every refresh of the portal's counters (same sequence).
+    public func addObserver(
+        startingWithCurrent: Bool = false, refreshes: Bool = false, _ observer: @escaping @Sendable (StampedVerdict) -> Void
+    ) -> ObserverID {
         state.withLock { state in
             state.nextObserver += 1
-            state.observers[state.nextObserver] = observer
+            state.observers[state.nextObserver] = Observer(refreshes: refreshes, call: observer)
+            if startingWithCurrent, let current = state.tracker.current { observer(current) }
             return ObserverID(value: state.nextObserver)
         }
     }

@@ -86,5 +86,14 @@ final class MeteredSourcesIntegrationTests: XCTestCase {
         let other = try subscriber.waitFor("the next portal") { $0.captivePortal != nil }.verdict
         XCTAssertEqual(other.captivePortal?.apiURL, "https://192.0.2.1:9/other", "the unrestricted URN announced none")
         try eventually("the refused query logged") { lab.log.contains("captive portal API: no answer") }
+        // An announcement pointing at this host (its own address, loopback) is never contacted.
+        try lab.networkdFile("links", of: "eth0", "CAPTIVE_PORTAL=https://192.0.2.2:9/capport\n")
+        try subscriber.waitFor("this host's own address announced") { $0.captivePortal?.apiURL == "https://192.0.2.2:9/capport" }
+        try eventually("the own address refused") { lab.log.contains("refused: 192.0.2.2 is an address of this host") }
+        try lab.networkdFile("links", of: "eth0", "CAPTIVE_PORTAL=https://127.0.0.1:9/capport\n")
+        let loopback = try subscriber.waitFor("loopback announced") { $0.captivePortal?.apiURL == "https://127.0.0.1:9/capport" }.verdict
+        XCTAssertNil(loopback.captivePortal?.captive, "no answer")
+        try eventually("loopback refused") { lab.log.contains("refused: 127.0.0.1 is loopback") }
+        XCTAssertTrue(lab.log.contains("captive portal API refused: not contacted"))
     }
 }
