@@ -71,7 +71,8 @@ public enum Daemon {
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }
         let bus = await options.bus.serve(BusService.name, logger: logger) {
             let service = try BusService(bus: options.bus, hub: hub, hosts: hosts, ledger: ledger, logger: logger)
-            _ = hub.addObserver(refreshes: true) { service.verdictChanged($0.verdict) }
+            // Starting with the current verdict: a change between the service reading it and this line is announced too.
+            _ = hub.addObserver(startingWithCurrent: true, refreshes: true) { service.verdictChanged($0.verdict) }
             try service.start()
             return service
         }
