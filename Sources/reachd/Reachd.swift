@@ -17,6 +17,7 @@ enum ReachdMain {
         // Before any thread or task exists: async code runs on NIO's event loops instead of libdispatch's
         // worker pool (whose monitor ticks every second), and the main thread only waits for signals.
         ShutdownSignals.block()
+        Daemon.limitMemoryArenas()
         _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         // Detached: `main` is on the main actor, whose queue nobody drains while this thread waits for signals.
         Task.detached {
