@@ -6,7 +6,9 @@ SWIFT         ?= swift
 CONFIGURATION ?= release
 # Extra `swift build` flags (make deb adds --static-swift-stdlib).
 SWIFT_BUILD_FLAGS ?=
-VERSION       := 0.1.0
+# The package's version, from its one source: ReachdModel's PackageVersion (what --version prints).
+VERSION       := $(shell sed -n 's/^ *public static let current = "\([^"]*\)"$$/\1/p' Sources/ReachdModel/PackageVersion.swift)
+$(if $(VERSION),,$(error no version in Sources/ReachdModel/PackageVersion.swift))
 PREFIX        ?= /usr/local
 BINDIR        ?= $(PREFIX)/bin
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
@@ -35,13 +37,17 @@ DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlit
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
 SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
-.PHONY: deps build gio-module path-monitor-usage run test bench fuzz install deb systemtest clean
+.PHONY: version deps build gio-module path-monitor-usage run test bench fuzz install deb systemtest clean
 
 # The GIO network-monitor module (gio/, docs/gio.md): plain C against GIO, so that GLib apps that load it
 # get no Swift runtime; only the g_io_module_* entry points are exported.
 GIO_MODULE  := .build/gio/libgioreachd.so
 GIO_CFLAGS  := -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2
 GIO_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--no-undefined
+
+# Prints the package's version (the tests check it against --version).
+version:
+	@echo $(VERSION)
 
 deps:
 	@command -v $(SWIFT) >/dev/null || { echo "make: the Swift 6 toolchain is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 2; }

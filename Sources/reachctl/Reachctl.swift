@@ -12,6 +12,7 @@ struct Reachctl: ParsableCommand {
         commandName: "reachctl",
         abstract: "Ask reachd whether the network is reachable, and over what kind of link.",
         discussion: "Exit status: 0 reachable (or condition met), 1 not reachable (or timed out), 2 error.",
+        version: PackageVersion.current,
         subcommands: [Status.self, Watch.self, Wait.self, Ping.self, Download.self, Upload.self, Fetch.self]
     )
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ReachdConfig
+import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
@@ -34,7 +35,8 @@ struct TransfersCommand: AsyncParsableCommand {
             It never runs as root. A user's own instance (systemctl --user start reachd-transfers.socket) serves \
             that user only and writes their files as them; the system instance (--system, as the reachd-transfers \
             system user) serves root and members of its group, and writes only where its user may.
-            """
+            """,
+        version: PackageVersion.current
     )
 
     @Flag(help: "Be the system instance: serve root and members of this user's primary group, not only this user.")

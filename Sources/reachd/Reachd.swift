@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdConfig
+import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
 import ReachdDaemon
@@ -31,7 +32,8 @@ struct Reachd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reachd",
         abstract: "Network reachability daemon: watches the kernel over netlink and serves verdicts on a Unix socket.",
-        discussion: "Runs in the foreground and logs to stderr. SIGTERM or SIGINT stop it cleanly. The socket protocol is described in docs/protocol.md."
+        discussion: "Runs in the foreground and logs to stderr. SIGTERM or SIGINT stop it cleanly. The socket protocol is described in docs/protocol.md.",
+        version: PackageVersion.current
     )
 
     @Option(help: "Unix socket path. Default: /run/reachd/reachd.sock as root, else $XDG_RUNTIME_DIR/reachd.sock.")
