@@ -194,6 +194,8 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
+        // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient).
+        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdProtocol"]),
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [
