@@ -19,6 +19,11 @@ DBUSDIR       ?= /usr/share/dbus-1
 # Session-bus activation files: the session bus reads $XDG_DATA_DIRS/dbus-1/services (/usr/local/share, /usr/share).
 DBUSSESSIONDIR ?= $(PREFIX)/share/dbus-1/services
 SYSUSERSDIR   ?= /usr/lib/sysusers.d
+# Shell completions where each shell looks: bash-completion and fish search $XDG_DATA_DIRS (/usr/local/share,
+# /usr/share); zsh's fpath has /usr/local/share/zsh/site-functions, and Debian's packages use vendor-completions.
+BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR    ?= $(if $(filter /usr,$(PREFIX)),/usr/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
+FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR       ?=
 # GIO's module directory (where every GLib app looks for its network monitor), from gio-2.0.pc.
 GIOMODULEDIR  ?= $(shell pkg-config --variable=giomoduledir gio-2.0)
@@ -28,10 +33,11 @@ TRANSFERS_ARGS ?=
 # busctl, dbus-daemon/dbus-bin for the private test bus, python3 and nginx-light for test servers, openssl
 # for the test CA, curl for the transfer benchmark, network-manager and dnsmasq-base for the real
 # NetworkManager and its DHCP server in the metered-source tests, prometheus to scrape the metrics endpoints).
-# libglib2.0-dev for the GIO module, python3-gi and gir1.2-glib-2.0 for its tests' GLib program.
+# libglib2.0-dev for the GIO module, python3-gi and gir1.2-glib-2.0 for its tests' GLib program; bash-completion,
+# zsh and fish to run the completion scripts in their shells.
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
                 python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
-                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0
+                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0 bash-completion zsh fish
 # make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
 # Debian with systemd as PID 1 (and dnsmasq-base and openssl from above for systemtest/networkd).
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
@@ -107,8 +113,8 @@ fuzz: deps
 # Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR): the system units
 # and the user units of each user's own reachd-transfers, the sysusers entry, the D-Bus policy, activation files
 # (system bus, and the session bus for the user instances) and interface descriptions, the example
-# configuration, and the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
-# installing into the running system); DESTDIR-aware.
+# configuration, the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
+# installing into the running system), and the bash, zsh and fish completions the commands generate; DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -129,6 +135,14 @@ install: build
 	install -d $(DESTDIR)$(GIOMODULEDIR)
 	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi
+	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) && \
+	for command in reachd reachctl reachd-transfers; do \
+	  $$bin/$$command --generate-completion-script bash > $(DESTDIR)$(BASHCOMPDIR)/$$command && \
+	  $$bin/$$command --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_$$command && \
+	  $$bin/$$command --generate-completion-script fish > $(DESTDIR)$(FISHCOMPDIR)/$$command.fish && \
+	  chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/$$command $(DESTDIR)$(ZSHCOMPDIR)/_$$command $(DESTDIR)$(FISHCOMPDIR)/$$command.fish || exit 1; \
+	done
 
 # reachd_$(VERSION)_ARCH.deb in .build-deb/: release binaries (built in .build-deb/swift, beside the tests' debug
 # build) with the Swift runtime linked in, so that the package depends only on Debian's libraries, and bound at
