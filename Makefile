@@ -24,6 +24,7 @@ SYSUSERSDIR   ?= /usr/lib/sysusers.d
 BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR    ?= $(if $(filter /usr,$(PREFIX)),/usr/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
+MANDIR        ?= $(PREFIX)/share/man
 DESTDIR       ?=
 # GIO's module directory (where every GLib app looks for its network monitor), from gio-2.0.pc.
 GIOMODULEDIR  ?= $(shell pkg-config --variable=giomoduledir gio-2.0)
@@ -114,7 +115,8 @@ fuzz: deps
 # and the user units of each user's own reachd-transfers, the sysusers entry, the D-Bus policy, activation files
 # (system bus, and the session bus for the user instances) and interface descriptions, the example
 # configuration, the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
-# installing into the running system), and the bash, zsh and fish completions the commands generate; DESTDIR-aware.
+# installing into the running system), the manual pages (man/: reachctl(1), reachd(8), reachd-transfers(8),
+# reachd.toml(5)), and the bash, zsh and fish completions the commands generate; DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -135,6 +137,10 @@ install: build
 	install -d $(DESTDIR)$(GIOMODULEDIR)
 	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/reachctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/reachd.toml.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/reachd.8 man/reachd-transfers.8 $(DESTDIR)$(MANDIR)/man8/
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) && \
 	for command in reachd reachctl reachd-transfers; do \
@@ -155,7 +161,7 @@ deb:
 	    UNITDIR=/lib/systemd/system USERUNITDIR=/usr/lib/systemd/user DBUSSESSIONDIR=/usr/share/dbus-1/services \
 	    DESTDIR=$(CURDIR)/.build-deb/root
 	packaging/build-deb .build-deb/root $(VERSION) .build-deb
-	lintian --fail-on error --suppress-tags no-manual-page .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
+	lintian --fail-on error .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
 # The package as users install it, under real systemd (a booted Debian in systemd-nspawn) and the real
 # NetworkManager: systemtest/run (root); then under the real systemd-networkd with dnsmasq as DHCP server
