@@ -80,6 +80,20 @@ final class CommandLineIntegrationTests: XCTestCase {
             + "reachctl status without --dbus asks reachd's socket\n")
     }
 
+    /// A bus without reachd on it: `status --dbus` says reachd is not there and how to start it or ask its socket.
+    func testNoReachdOnTheBusSaysHowToStartIt() throws {
+        let directory = try scratch()
+        let bus = try PrivateBus(directory: directory, policies: ["org.reachd.Reachability1.conf"])
+        defer { bus.stop() }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+        let result = try Self.run(NetLab.binary("reachctl"), ["status", "--dbus", "system"], environment: environment)
+        XCTAssertEqual(result.status, 2, result.err)
+        XCTAssertTrue(result.err.hasPrefix("reachctl: reachd is not on the system bus (reading Reachable from org.reachd.Reachability1: "), result.err)
+        XCTAssertTrue(result.err.hasSuffix("): start it with \"systemctl start reachd\" (reachd --bus system when run by hand), "
+            + "or ask its socket: reachctl status without --dbus\n"), result.err)
+    }
+
     /// A misspelt configuration key: reachd names the file, the key, the keys it knows and where they are described.
     func testABadConfigurationKeySaysTheFix() throws {
         let directory = try scratch()
