@@ -116,7 +116,8 @@ fuzz: deps
 # (system bus, and the session bus for the user instances) and interface descriptions, the example
 # configuration, the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
 # installing into the running system), the manual pages (man/: reachctl(1), reachd(8), reachd-transfers(8),
-# reachd.toml(5)), and the bash, zsh and fish completions the commands generate; DESTDIR-aware.
+# reachd.toml(5)), and the bash, zsh and fish completions the commands generate (bash's without the #! line
+# ArgumentParser writes: bash-completion sources the file); DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -145,6 +146,7 @@ install: build
 	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) && \
 	for command in reachd reachctl reachd-transfers; do \
 	  $$bin/$$command --generate-completion-script bash > $(DESTDIR)$(BASHCOMPDIR)/$$command && \
+	  sed -i '1{/^#!/d;}' $(DESTDIR)$(BASHCOMPDIR)/$$command && \
 	  $$bin/$$command --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_$$command && \
 	  $$bin/$$command --generate-completion-script fish > $(DESTDIR)$(FISHCOMPDIR)/$$command.fish && \
 	  chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/$$command $(DESTDIR)$(ZSHCOMPDIR)/_$$command $(DESTDIR)$(FISHCOMPDIR)/$$command.fish || exit 1; \
