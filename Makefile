@@ -6,7 +6,9 @@ SWIFT         ?= swift
 CONFIGURATION ?= release
 # Extra `swift build` flags (make deb adds --static-swift-stdlib).
 SWIFT_BUILD_FLAGS ?=
-VERSION       := 0.1.0
+# The package's version, from its one source: ReachdModel's PackageVersion (what --version prints).
+VERSION       := $(shell sed -n 's/^ *public static let current = "\([^"]*\)"$$/\1/p' Sources/ReachdModel/PackageVersion.swift)
+$(if $(VERSION),,$(error no version in Sources/ReachdModel/PackageVersion.swift))
 PREFIX        ?= /usr/local
 BINDIR        ?= $(PREFIX)/bin
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
@@ -17,6 +19,12 @@ DBUSDIR       ?= /usr/share/dbus-1
 # Session-bus activation files: the session bus reads $XDG_DATA_DIRS/dbus-1/services (/usr/local/share, /usr/share).
 DBUSSESSIONDIR ?= $(PREFIX)/share/dbus-1/services
 SYSUSERSDIR   ?= /usr/lib/sysusers.d
+# Shell completions where each shell looks: bash-completion and fish search $XDG_DATA_DIRS (/usr/local/share,
+# /usr/share); zsh's fpath has /usr/local/share/zsh/site-functions, and Debian's packages use vendor-completions.
+BASHCOMPDIR   ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR    ?= $(if $(filter /usr,$(PREFIX)),/usr/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
+FISHCOMPDIR   ?= $(PREFIX)/share/fish/vendor_completions.d
+MANDIR        ?= $(PREFIX)/share/man
 DESTDIR       ?=
 # GIO's module directory (where every GLib app looks for its network monitor), from gio-2.0.pc.
 GIOMODULEDIR  ?= $(shell pkg-config --variable=giomoduledir gio-2.0)
@@ -26,22 +34,27 @@ TRANSFERS_ARGS ?=
 # busctl, dbus-daemon/dbus-bin for the private test bus, python3 and nginx-light for test servers, openssl
 # for the test CA, curl for the transfer benchmark, network-manager and dnsmasq-base for the real
 # NetworkManager and its DHCP server in the metered-source tests, prometheus to scrape the metrics endpoints).
-# libglib2.0-dev for the GIO module, python3-gi and gir1.2-glib-2.0 for its tests' GLib program.
+# libglib2.0-dev for the GIO module, python3-gi and gir1.2-glib-2.0 for its tests' GLib program; bash-completion,
+# zsh and fish to run the completion scripts in their shells.
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
                 python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
-                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0
+                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0 bash-completion zsh fish
 # make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
 # Debian with systemd as PID 1 (and dnsmasq-base and openssl from above for systemtest/networkd).
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
 SYSTEMTEST_PACKAGES := debootstrap systemd-container
 
-.PHONY: deps build gio-module path-monitor-usage run test bench fuzz install deb systemtest clean
+.PHONY: version deps build gio-module path-monitor-usage run test bench fuzz install deb systemtest clean
 
 # The GIO network-monitor module (gio/, docs/gio.md): plain C against GIO, so that GLib apps that load it
 # get no Swift runtime; only the g_io_module_* entry points are exported.
 GIO_MODULE  := .build/gio/libgioreachd.so
 GIO_CFLAGS  := -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2
 GIO_LDFLAGS := -shared -Wl,-z,relro,-z,now -Wl,--no-undefined
+
+# Prints the package's version (the tests check it against --version).
+version:
+	@echo $(VERSION)
 
 deps:
 	@command -v $(SWIFT) >/dev/null || { echo "make: the Swift 6 toolchain is not on PATH (https://www.swift.org/install/linux/)" >&2; exit 2; }
@@ -101,8 +114,10 @@ fuzz: deps
 # Binaries (reachd, reachd-transfers, reachctl), systemd units (ExecStart pointing at BINDIR): the system units
 # and the user units of each user's own reachd-transfers, the sysusers entry, the D-Bus policy, activation files
 # (system bus, and the session bus for the user instances) and interface descriptions, the example
-# configuration, and the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
-# installing into the running system); DESTDIR-aware.
+# configuration, the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
+# installing into the running system), the manual pages (man/: reachctl(1), reachd(8), reachd-transfers(8),
+# reachd.toml(5)), and the bash, zsh and fish completions the commands generate (bash's without the #! line
+# ArgumentParser writes: bash-completion sources the file); DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -123,6 +138,19 @@ install: build
 	install -d $(DESTDIR)$(GIOMODULEDIR)
 	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/reachctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/reachd.toml.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/reachd.8 man/reachd-transfers.8 $(DESTDIR)$(MANDIR)/man8/
+	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) && \
+	for command in reachd reachctl reachd-transfers; do \
+	  $$bin/$$command --generate-completion-script bash > $(DESTDIR)$(BASHCOMPDIR)/$$command && \
+	  sed -i '1{/^#!/d;}' $(DESTDIR)$(BASHCOMPDIR)/$$command && \
+	  $$bin/$$command --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_$$command && \
+	  $$bin/$$command --generate-completion-script fish > $(DESTDIR)$(FISHCOMPDIR)/$$command.fish && \
+	  chmod 0644 $(DESTDIR)$(BASHCOMPDIR)/$$command $(DESTDIR)$(ZSHCOMPDIR)/_$$command $(DESTDIR)$(FISHCOMPDIR)/$$command.fish || exit 1; \
+	done
 
 # reachd_$(VERSION)_ARCH.deb in .build-deb/: release binaries (built in .build-deb/swift, beside the tests' debug
 # build) with the Swift runtime linked in, so that the package depends only on Debian's libraries, and bound at
@@ -135,7 +163,7 @@ deb:
 	    UNITDIR=/lib/systemd/system USERUNITDIR=/usr/lib/systemd/user DBUSSESSIONDIR=/usr/share/dbus-1/services \
 	    DESTDIR=$(CURDIR)/.build-deb/root
 	packaging/build-deb .build-deb/root $(VERSION) .build-deb
-	lintian --fail-on error --suppress-tags no-manual-page .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
+	lintian --fail-on error .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 
 # The package as users install it, under real systemd (a booted Debian in systemd-nspawn) and the real
 # NetworkManager: systemtest/run (root); then under the real systemd-networkd with dnsmasq as DHCP server

@@ -148,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
+                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -158,7 +158,7 @@ let package = Package(
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdMonitor", "ReachdConfig", "ReachdServiceKit",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -194,6 +194,8 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
+        // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient).
+        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdProtocol"]),
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [

@@ -296,22 +296,30 @@ import FoundationEssentials
 import Foundation
 #endif
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension Configuration {
-    /// Reads and parses a configuration file; errors name the file.
+    /// What every refusal of a configuration file ends with: where its keys are described.
+    static let fixAdvice = "; fix the file and start again (every key: man 5 reachd.toml, docs/configuration.md)"
+
+    /// Reads and parses a configuration file; errors name the file, the cause and the fix.
     public static func load(path: String) throws -> Configuration {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ConfigurationError("\(path): cannot read the file")
+            let reason = access(path, R_OK) == 0 ? "" : " (\(String(cString: strerror(errno))))"
+            throw ConfigurationError("\(path): cannot read the file\(reason); pass a file reachd can read with --config PATH")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError("\(path): not UTF-8 text")
+            throw ConfigurationError("\(path): not UTF-8 text" + fixAdvice)
         }
         do {
             return try Configuration(toml: text)
         } catch let error as ConfigurationError {
-            throw ConfigurationError("\(path): \(error.message)")
+            throw ConfigurationError("\(path): \(error.message)" + fixAdvice)
         }
     }
 }

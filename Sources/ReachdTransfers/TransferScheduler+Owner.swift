@@ -45,11 +45,11 @@ extension TransferScheduler {
         return host
     }
 
-    /// A file operation's failure as the client sees it: permissions, or a path that cannot be used.
-    private static func refusal(_ error: any Error) -> ProtocolError {
+    /// A file operation's failure as the client sees it: permissions (with the way out the instance offers), or a
+    /// path that cannot be used.
+    private func refusal(_ error: any Error) -> ProtocolError {
         guard let error = error as? FileError else { return ProtocolError(.internalError, "\(error)") }
-        // A read-only file system is what the system instance's sandbox shows outside what it was granted.
-        let hint = error.errno == EROFS ? " (reachd-transfers writes only where it is granted: see \"The system instance\" in docs/transfers.md)" : ""
+        let hint = settings.access.fileRefusalHint(errno: error.errno)
         return ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)\(hint)")
     }
 
@@ -69,7 +69,8 @@ extension TransferScheduler {
                 + "remove finished ones with reachctl download remove ID or clean")
         }
         guard machines.count < settings.maximumJobs else {
-            throw ProtocolError(.limit, "the service holds \(machines.count) jobs, the most allowed ([downloads] max_jobs)")
+            throw ProtocolError(.limit, "the service holds \(machines.count) jobs, the most allowed ([downloads] max_jobs); "
+                + "wait for jobs to finish and clean them (reachctl download clean), or an administrator raises max_jobs")
         }
     }
 
@@ -149,7 +150,7 @@ extension TransferScheduler {
         do {
             try await files.createPartial(for: job)
         } catch {
-            throw Self.refusal(error)
+            throw refusal(error)
         }
         return try await enqueue(job) { await self.files.removePartial(of: job) }
     }
@@ -165,7 +166,7 @@ extension TransferScheduler {
         do {
             size = try await files.readableSize(of: spec.file)
         } catch {
-            throw Self.refusal(error)
+            throw refusal(error)
         }
         let identity = nextJobIdentity()
         var job = Job(id: identity.id, sequence: identity.sequence, upload: spec, owner: owner, created: .now())

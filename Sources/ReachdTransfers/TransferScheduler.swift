@@ -24,6 +24,8 @@ actor TransferScheduler: FetchObserver {
         var maximumJobs = 10000
         /// Finished jobs (completed without refresh, failed, cancelled) are forgotten after this many seconds; 0: kept.
         var keepFinishedSeconds: Int64 = 30 * 86400
+        /// Who the instance serves: its refusals to write a file say what its kind allows.
+        var access = InstanceAccess.user(uid: getuid())
 
         /// What every job machine follows.
         var rules: JobRules {

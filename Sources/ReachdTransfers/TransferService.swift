@@ -81,6 +81,7 @@ public enum TransferService {
         settings.maximumJobsPerUser = options.configuration.maximumJobsPerUser
         settings.maximumJobs = options.configuration.maximumJobs
         settings.keepFinishedSeconds = options.configuration.keepFinishedSeconds
+        settings.access = options.access
         let metrics = options.configuration.transfersMetricsListen.map { _ in TransferMetrics() }
         let scheduler = TransferScheduler(store: store, files: files, fetcher: fetcher, hosts: hosts, settings: settings, metrics: metrics,
                                           logger: logger)

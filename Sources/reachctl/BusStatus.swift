@@ -13,8 +13,16 @@ enum BusStatus {
     static func read(system: Bool) throws(BusReadError) -> Verdict {
         var bus: OpaquePointer?
         let opened = system ? sd_bus_open_system(&bus) : sd_bus_open_user(&bus)
-        guard opened >= 0, let bus else { throw BusReadError("cannot connect to the \(system ? "system" : "session") bus: \(String(cString: strerror(-opened)))") }
+        guard opened >= 0, let bus else { throw BusReadError(cannotOpen: system, errno: -opened) }
         defer { sd_bus_flush_close_unref(bus) }
+        do {
+            return try verdict(on: bus)
+        } catch {
+            throw BusReadError(reading: error, system: system)
+        }
+    }
+
+    private static func verdict(on bus: OpaquePointer) throws(BusReadError) -> Verdict {
         let reachable = try bool(bus, "Reachable"), metered = try bool(bus, "Metered")
         let status = ReachabilityStatus(rawValue: try string(bus, "Status")) ?? .other
         let reason = try string(bus, "MeteredReason"), interface = try string(bus, "Interface")
@@ -70,11 +78,39 @@ enum BusStatus {
     }
 }
 
+/// Why the verdict could not be read from the bus, as one line with the way out.
 struct BusReadError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// The D-Bus error name (org.freedesktop.DBus.Error.…) of a failed call; nil when the bus could not be opened.
+    let name: String?
+
+    init(cannotOpen system: Bool, errno code: Int32) {
+        let reason = String(cString: strerror(code))
+        description = system
+            ? "cannot connect to the system bus (\(reason)): is dbus running? reachctl status without --dbus asks reachd's socket"
+            : "cannot connect to the session bus (\(reason)): there is none outside a login session; use --dbus system, or reachctl status without --dbus"
+        name = nil
+    }
+
     init(_ property: String, _ error: sd_bus_error, _ rc: Int32) {
         let message = error.message.map { String(cString: $0) } ?? String(cString: strerror(-rc))
         description = "reading \(property) from \(BusStatus.name): \(message)"
+        name = error.name.map { String(cString: $0) }
+    }
+
+    /// `error` of a property read on the system or session bus, with what to do about the failures a first run meets.
+    init(reading error: BusReadError, system: Bool) {
+        let bus = system ? "system" : "session"
+        switch error.name {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            description = "reachd is not on the \(bus) bus (\(error.description)): start it with \"systemctl start reachd\" "
+                + "(reachd --bus \(bus) when run by hand), or ask its socket: reachctl status without --dbus"
+        case "org.freedesktop.DBus.Error.AccessDenied":
+            description = "the \(bus) bus refused the call (\(error.description)): is reachd's D-Bus policy, "
+                + "org.reachd.Reachability1.conf, installed in /usr/share/dbus-1/system.d?"
+        default:
+            description = error.description
+        }
+        name = error.name
     }
 }

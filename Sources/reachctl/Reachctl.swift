@@ -11,15 +11,39 @@ struct Reachctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reachctl",
         abstract: "Ask reachd whether the network is reachable, and over what kind of link.",
-        discussion: "Exit status: 0 reachable (or condition met), 1 not reachable (or timed out), 2 error.",
+        discussion: """
+            Exit status: 0 reachable (or condition met), 1 not reachable (or timed out), 2 error, 64 usage error. \
+            --socket, --json, --system and --transfers-socket may come before the verb or after it.
+
+
+            """ + examples(
+                "reachctl status --host mirror.example",
+                "reachctl wait --unmetered --timeout 600 && run-backup",
+                "reachctl download add https://mirror.example/big.iso --output big.iso"
+            ),
+        version: PackageVersion.current,
         subcommands: [Status.self, Watch.self, Wait.self, Ping.self, Download.self, Upload.self, Fetch.self]
     )
+
+    // The options the verbs share, here too so that they may come before the verb (`reachctl --json status`), as
+    // systemctl's do; parsed here wherever they stand, and handed to each verb's group of the same type.
+    @OptionGroup(title: "Options of status, watch, wait and ping") var connection: ConnectionOptions
+    @OptionGroup(title: "Options of download, upload and fetch") var transfers: TransferOptions
+    @OptionGroup(title: "Output") var output: OutputOptions
 }
 
-/// Options every subcommand takes.
+/// The options of the verbs that ask reachd (status, watch, wait, ping).
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "reachd's socket. Default: $REACHD_SOCKET, else /run/reachd/reachd.sock if present, else $XDG_RUNTIME_DIR/reachd.sock.")
+    @Option(help: "reachd's socket. Default: $REACHD_SOCKET, else /run/reachd/reachd.sock if present, else $XDG_RUNTIME_DIR/reachd.sock.",
+            completion: .file())
     var socket: String?
+
+    /// Refuses --socket for a verb that does not ask reachd (the root takes it anywhere on the line).
+    func refuse() throws {
+        if socket != nil {
+            throw ValidationError("--socket is reachd's socket (status, watch, wait, ping); for reachd-transfers pass --transfers-socket PATH")
+        }
+    }
 
     func connect() throws -> ReachdConnection {
         let keys: [String] = ["REACHD_SOCKET", "XDG_RUNTIME_DIR"]
@@ -28,14 +52,35 @@ struct ConnectionOptions: ParsableArguments {
             if let value = getenv(key) { environment[key] = String(cString: value) }
         }
         guard let path = SocketPath.clientPath(explicit: socket, uid: getuid(), environment: environment, exists: { access($0, F_OK) == 0 }) else {
-            fail("no socket path: pass --socket PATH, or set REACHD_SOCKET or XDG_RUNTIME_DIR")
+            fail("reachd is not running (no /run/reachd/reachd.sock, and no XDG_RUNTIME_DIR for your own): "
+                + "start it with \"systemctl start reachd.socket\", or pass --socket PATH")
         }
         do {
             return try ReachdConnection(path: path)
         } catch {
-            fail("\(error)")
+            fail(error.explained(talkingTo: .reachd))
         }
     }
+}
+
+/// --json, for every verb that can print JSON.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print JSON: one object per verdict or job (download list and clean: an array).") var json = false
+
+    /// Refuses --json for a verb that prints no JSON (the root takes it anywhere on the line).
+    func refuse(_ verb: String) throws {
+        if json { throw ValidationError("\(verb) prints no JSON; --json is for status, watch and the download, upload and fetch verbs") }
+    }
+}
+
+/// reachd's error for the user: the cause and the fix.
+func explained(_ error: any Error) -> String {
+    (error as? ClientError)?.explained(talkingTo: .reachd) ?? "\(error)"
+}
+
+/// A help text's closing examples, one command line each.
+func examples(_ lines: String...) -> String {
+    "Examples:\n" + lines.map { "  " + $0 }.joined(separator: "\n")
 }
 
 /// Prints `message` (terminal-safe: it may quote the daemons' words) on stderr and exits with 2 (an error, not a verdict).
@@ -59,15 +104,23 @@ func humanLine(_ verdict: StampedVerdict, withTime: Bool) -> String {
 
 extension Reachctl {
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the current verdict; exit 0 when reachable, 1 when not.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the current verdict; exit 0 when reachable, 1 when not.",
+            discussion: examples("reachctl status", "reachctl --json status --host mirror.example", "reachctl status --dbus system")
+        )
 
         @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var output: OutputOptions
+        @OptionGroup(visibility: .private) var unused: TransferOptions
         @Option(help: "Judge the route to this host (a name or an address) instead of the default route.") var host: String?
-        @Flag(help: "Print one JSON object.") var json = false
-        @Option(help: "Read the internet verdict from reachd's D-Bus properties on this bus (system or session) instead of the socket.")
+        @Option(help: "Read the internet verdict from reachd's D-Bus properties on this bus (system or session) instead of the socket.",
+                completion: .list(["system", "session"]))
         var dbus: String?
 
+        private var json: Bool { output.json }
+
         func validate() throws {
+            try unused.refuse()
             if let dbus, dbus != "system" && dbus != "session" { throw ValidationError("--dbus must be system or session") }
             if dbus != nil && (host != nil || json) { throw ValidationError("--dbus reads the internet verdict only, without --host or --json") }
         }
@@ -88,7 +141,7 @@ extension Reachctl {
             do {
                 verdict = try client.verdict(for: Request(op: .status, hosts: host.map { [$0] } ?? []), timeout: 30)
             } catch {
-                fail("\(error)")
+                fail(explained(error))
             }
             printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: false))
             throw ExitCode(verdict.verdict.reachable ? 0 : 1)
@@ -96,11 +149,19 @@ extension Reachctl {
     }
 
     struct Watch: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the current verdict, then one line per change, until interrupted.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the current verdict, then one line per change, until interrupted.",
+            discussion: examples("reachctl watch", "reachctl watch --json --host a.example --host b.example")
+        )
 
         @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var output: OutputOptions
+        @OptionGroup(visibility: .private) var unused: TransferOptions
         @Option(help: "Watch the route to this host instead of the default route (repeatable).") var host: [String] = []
-        @Flag(help: "Print JSON objects, one per line.") var json = false
+
+        private var json: Bool { output.json }
+
+        func validate() throws { try unused.refuse() }
 
         func run() throws {
             let client = try connection.connect()
@@ -113,7 +174,7 @@ extension Reachctl {
                     printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true))
                 }
             } catch {
-                fail("\(error)")
+                fail(explained(error))
             }
         }
     }
@@ -121,15 +182,24 @@ extension Reachctl {
     struct Wait: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Wait until the network is reachable (and unmetered with --unmetered).",
-            discussion: "Exit 0 as soon as the condition holds, 1 on timeout, 2 on errors. Usable as ExecCondition= in systemd units."
+            discussion: "Exit 0 as soon as the condition holds, 1 on timeout, 2 on errors. Usable as ExecCondition= in systemd units.\n\n"
+                + examples(
+                    "reachctl wait --timeout 60",
+                    "reachctl wait --host backup.example --unmetered --timeout 600 && run-big-backup",
+                    "ExecCondition=/usr/bin/reachctl wait --unmetered --timeout 60"
+                )
         )
 
         @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(visibility: .private) var unusedTransfers: TransferOptions
+        @OptionGroup(visibility: .private) var unusedOutput: OutputOptions
         @Option(help: "Wait for the route to this host instead of the default route.") var host: String?
         @Flag(help: "Also require an unmetered link.") var unmetered = false
         @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
 
         func validate() throws {
+            try unusedTransfers.refuse()
+            try unusedOutput.refuse("wait")
             if let timeout, !(timeout >= 0) { throw ValidationError("--timeout must be a number of seconds >= 0") }
         }
 
@@ -147,7 +217,7 @@ extension Reachctl {
                 }
                 printLine(verdict.verdict.summary.terminalSafe)
             } catch {
-                fail("\(error)")
+                fail(explained(error))
             }
         }
 
@@ -162,9 +232,19 @@ extension Reachctl {
     }
 
     struct Ping: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Check that reachd answers.")
+        static let configuration = CommandConfiguration(
+            abstract: "Check that reachd answers.",
+            discussion: examples("reachctl ping", "reachctl --socket /run/reachd/reachd.sock ping")
+        )
 
         @OptionGroup var connection: ConnectionOptions
+        @OptionGroup(visibility: .private) var unusedTransfers: TransferOptions
+        @OptionGroup(visibility: .private) var unusedOutput: OutputOptions
+
+        func validate() throws {
+            try unusedTransfers.refuse()
+            try unusedOutput.refuse("ping")
+        }
 
         func run() throws {
             let client = try connection.connect()
@@ -173,7 +253,7 @@ extension Reachctl {
                 guard case .pong? = try client.nextReply(timeout: 10) else { fail("no pong from reachd") }
                 printLine("pong")
             } catch {
-                fail("\(error)")
+                fail(explained(error))
             }
         }
     }

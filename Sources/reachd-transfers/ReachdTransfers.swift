@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ReachdConfig
+import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
@@ -34,47 +35,52 @@ struct TransfersCommand: AsyncParsableCommand {
             It never runs as root. A user's own instance (systemctl --user start reachd-transfers.socket) serves \
             that user only and writes their files as them; the system instance (--system, as the reachd-transfers \
             system user) serves root and members of its group, and writes only where its user may.
-            """
+            """,
+        version: PackageVersion.current
     )
 
     @Flag(help: "Be the system instance: serve root and members of this user's primary group, not only this user.")
     var system = false
 
-    @Option(help: "Unix socket path. Default: /run/reachd/transfers.sock with --system, else $XDG_RUNTIME_DIR/reachd-transfers.sock.")
+    @Option(help: "Unix socket path. Default: /run/reachd/transfers.sock with --system, else $XDG_RUNTIME_DIR/reachd-transfers.sock.",
+            completion: .file())
     var socket: String?
 
-    @Option(help: "State directory (the job table). Default: $STATE_DIRECTORY (systemd), else /var/lib/reachd-transfers with --system, else $XDG_STATE_HOME/reachd.")
+    @Option(help: "State directory (the job table). Default: $STATE_DIRECTORY (systemd), else /var/lib/reachd-transfers with --system, else $XDG_STATE_HOME/reachd.",
+            completion: .directory)
     var stateDir: String?
 
-    @Option(help: "Offline cache directory. Default: $CACHE_DIRECTORY (systemd), else /var/cache/reachd-transfers with --system, else $XDG_CACHE_HOME/reachd.")
+    @Option(help: "Offline cache directory. Default: $CACHE_DIRECTORY (systemd), else /var/cache/reachd-transfers with --system, else $XDG_CACHE_HOME/reachd.",
+            completion: .directory)
     var cacheDir: String?
 
-    @Option(help: "Configuration file (TOML), the same as reachd's; [downloads] sets the metered threshold and concurrency.")
+    @Option(help: "Configuration file (TOML), the same as reachd's (reachd.toml(5)); [downloads] sets the metered threshold and concurrency.",
+            completion: .file(extensions: ["toml"]))
     var config: String?
 
-    @Option(help: "Where per-host verdicts come from: reachd (its socket; jobs wait while it does not answer), netlink (a watcher of this process's own), or auto (reachd if it answers at start, else netlink).")
+    @Option(help: "Where per-host verdicts come from: reachd (its socket; jobs wait while it does not answer), netlink (a watcher of this process's own), or auto (reachd if it answers at start, else netlink).",
+            completion: .list(["auto", "reachd", "netlink"]))
     var verdicts: String = "auto"
 
-    @Option(help: "reachd's socket. Default: $REACHD_SOCKET, else /run/reachd/reachd.sock if present, else $XDG_RUNTIME_DIR/reachd.sock.")
+    @Option(help: "reachd's socket. Default: $REACHD_SOCKET, else /run/reachd/reachd.sock if present, else $XDG_RUNTIME_DIR/reachd.sock.",
+            completion: .file())
     var reachdSocket: String?
 
-    @Option(help: "Where sysfs is mounted, for interface classification (netlink verdicts).")
+    @Option(help: "Where sysfs is mounted, for interface classification (netlink verdicts).", completion: .directory)
     var sysfsRoot: String = "/sys"
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", completion: .list(Logger.Level.allCases.map(\.rawValue)))
     var logLevel: String = "info"
 
-    @Option(help: "D-Bus bus for org.reachd.Transfers1: system, session or none. Default: system with --system, else session. A bus that is not there is skipped with a warning.")
-    var bus: String?
+    @Option(help: "D-Bus bus for org.reachd.Transfers1. Default: system with --system, else session. A bus that is not there is skipped with a warning.")
+    var bus: Bus?
 
-    @Option(help: "Bus where NetworkManager's metered flags are read: system, session or none.")
-    var networkmanager: String = "system"
+    @Option(help: "Bus where NetworkManager's metered flags are read.")
+    var networkmanager: Bus = .system
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
         guard ["auto", "reachd", "netlink"].contains(verdicts) else { throw ValidationError("--verdicts must be auto, reachd or netlink") }
-        guard bus.map({ Bus(rawValue: $0) != nil }) ?? true else { throw ValidationError("--bus must be system, session or none") }
-        guard Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
@@ -126,8 +132,8 @@ struct TransfersCommand: AsyncParsableCommand {
             try await TransferService.run(
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration, access: access,
-                    verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus.flatMap(Bus.init(rawValue:)) ?? (system ? .system : .session),
-                    networkManager: Bus(rawValue: networkmanager) ?? .system
+                    verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus ?? (system ? .system : .session),
+                    networkManager: networkmanager
                 ),
                 logger: logger
             )
@@ -137,3 +143,6 @@ struct TransfersCommand: AsyncParsableCommand {
         }
     }
 }
+
+/// `--bus system|session|none`: parsed, listed in --help and completed by the shells from the cases.
+extension Bus: ExpressibleByArgument {}

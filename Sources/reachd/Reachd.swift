@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ReachdConfig
+import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
 import ReachdDaemon
@@ -32,22 +33,24 @@ struct Reachd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reachd",
         abstract: "Network reachability daemon: watches the kernel over netlink and serves verdicts on a Unix socket.",
-        discussion: "Runs in the foreground and logs to stderr. SIGTERM or SIGINT stop it cleanly. The socket protocol is described in docs/protocol.md."
+        discussion: "Runs in the foreground and logs to stderr. SIGTERM or SIGINT stop it cleanly. The socket protocol is described in docs/protocol.md.",
+        version: PackageVersion.current
     )
 
-    @Option(help: "Unix socket path. Default: /run/reachd/reachd.sock as root, else $XDG_RUNTIME_DIR/reachd.sock.")
+    @Option(help: "Unix socket path. Default: /run/reachd/reachd.sock as root, else $XDG_RUNTIME_DIR/reachd.sock.", completion: .file())
     var socket: String?
 
-    @Option(help: "Configuration file (TOML): interface rules, unmetered destinations, host refresh, connectivity check; see docs/configuration.md.")
+    @Option(help: "Configuration file (TOML): interface rules, unmetered destinations, host refresh, connectivity check; see reachd.toml(5).",
+            completion: .file(extensions: ["toml"]))
     var config: String?
 
-    @Option(help: "Where sysfs is mounted, for interface classification.")
+    @Option(help: "Where sysfs is mounted, for interface classification.", completion: .directory)
     var sysfsRoot: String = "/sys"
 
-    @Option(help: "Where systemd-networkd keeps its state files (DHCP leases, announced captive portals).")
+    @Option(help: "Where systemd-networkd keeps its state files (DHCP leases, announced captive portals).", completion: .directory)
     var networkdRoot: String = "/run/systemd/netif"
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", completion: .list(Logger.Level.allCases.map(\.rawValue)))
     var logLevel: String = "info"
 
     @Option(help: "Bytes queued for one client before it is dropped as not reading.")
@@ -56,11 +59,11 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Receive buffer of each netlink event socket (links and addresses; default routes), in bytes.")
     var netlinkReceiveBuffer: Int = 4 << 20
 
-    @Option(help: "D-Bus bus for org.reachd.Reachability1: system, session or none. A bus that is not there is skipped with a warning.")
-    var bus: String = "system"
+    @Option(help: "D-Bus bus for org.reachd.Reachability1. A bus that is not there is skipped with a warning.")
+    var bus: Bus = .system
 
-    @Option(help: "Bus where NetworkManager's metered flags are read: system, session or none.")
-    var networkmanager: String = "system"
+    @Option(help: "Bus where NetworkManager's metered flags are read.")
+    var networkmanager: Bus = .system
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -68,8 +71,6 @@ struct Reachd: AsyncParsableCommand {
         }
         guard clientQueueLimit >= 1024 else { throw ValidationError("--client-queue-limit must be at least 1024") }
         guard netlinkReceiveBuffer >= 4096 else { throw ValidationError("--netlink-receive-buffer must be at least 4096") }
-        guard Bus(rawValue: bus) != nil else { throw ValidationError("--bus must be system, session or none") }
-        guard Bus(rawValue: networkmanager) != nil else { throw ValidationError("--networkmanager must be system, session or none") }
     }
 
     func run() async throws {
@@ -87,8 +88,8 @@ struct Reachd: AsyncParsableCommand {
                     configuration: configuration,
                     watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer, networkdRoot: networkdRoot),
                     limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
-                    bus: Bus(rawValue: bus) ?? .system,
-                    networkManager: Bus(rawValue: networkmanager) ?? .system
+                    bus: bus,
+                    networkManager: networkmanager
                 ),
                 logger: logger
             )
@@ -98,6 +99,9 @@ struct Reachd: AsyncParsableCommand {
         }
     }
 }
+
+/// `--bus system|session|none`: parsed, listed in --help and completed by the shells from the cases.
+extension Bus: ExpressibleByArgument {}
 
 extension Configuration {
     /// reachd's socket limits with `[connections]` applied.

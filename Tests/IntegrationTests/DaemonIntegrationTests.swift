@@ -118,7 +118,7 @@ final class DaemonIntegrationTests: XCTestCase {
 
         let noDaemon = try lab.reachctl(["status", "--socket", lab.directory + "/nothing.sock"])
         XCTAssertEqual(noDaemon.status, 2)
-        XCTAssertTrue(noDaemon.err.contains("is reachd running?"), noDaemon.err)
+        XCTAssertTrue(noDaemon.err.contains("reachd is not running (no socket at \(lab.directory)/nothing.sock): start it with"), noDaemon.err)
     }
 
     func testWatchPrintsOneLinePerChange() throws {

@@ -183,6 +183,22 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try Configuration.load(path: path).interfaceRules, [InterfaceRule(match: "eth0", metered: true)])
     }
 
+    /// A first-time user's mistakes in one line each: the file, the cause and what to do.
+    func testLoadSaysTheCauseAndTheFix() throws {
+        let path = NSTemporaryDirectory() + "reachd-config-fix-\(getpid()).toml"
+        defer { unlink(path) }
+        XCTAssertThrowsError(try Configuration.load(path: path)) { error in
+            XCTAssertEqual("\(error)", "\(path): cannot read the file (No such file or directory); pass a file reachd can read with --config PATH")
+        }
+        try "[downloads]\nmax_job = 5\n".write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try Configuration.load(path: path)) { error in
+            let message = "\(error)"
+            XCTAssertTrue(message.hasPrefix("\(path): downloads: unknown key \"max_job\" (known: "), message)
+            XCTAssertTrue(message.hasSuffix("; fix the file and start again (every key: man 5 reachd.toml, docs/configuration.md)"), message)
+            XCTAssertFalse(message.contains("\n"), "one line")
+        }
+    }
+
     /// Every commented-out setting in reachd.toml.example, switched on, is a valid configuration.
     func testExampleConfigurationIsValid() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

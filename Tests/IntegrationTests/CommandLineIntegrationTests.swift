@@ -1,0 +1,107 @@
+import Foundation
+import ReachdModel
+import XCTest
+
+/// The installed commands as a user meets them, before any daemon answers: `--version`, options before or after
+/// the verb, and the errors of a first run. Runs the built binaries (no namespace).
+final class CommandLineIntegrationTests: XCTestCase {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
+
+    /// Runs `executable` (a path) with `arguments`; exit status, stdout and stderr.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// reachctl, reachd and reachd-transfers print the version the Makefile gives the Debian package.
+    func testEachCommandPrintsThePackagesVersion() throws {
+        let make = try Self.run("/usr/bin/make", ["-s", "--no-print-directory", "-C", Self.packageRoot, "version"])
+        XCTAssertEqual(make.status, 0, make.err)
+        let version = make.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(version, PackageVersion.current)
+        for command in ["reachctl", "reachd", "reachd-transfers"] {
+            let result = try Self.run(NetLab.binary(command), ["--version"])
+            XCTAssertEqual(result.status, 0, "\(command): \(result.err)")
+            XCTAssertEqual(result.out, version + "\n", command)
+        }
+    }
+
+    /// A scratch directory for sockets that are not there.
+    private func scratch() throws -> String {
+        let directory = NSTemporaryDirectory() + "reachctl-errors-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        return directory
+    }
+
+    /// No daemon behind the socket: reachctl says which is not running and how to start it, in one line.
+    func testNoDaemonRunningSaysHowToStartIt() throws {
+        let directory = try scratch()
+        let reachd = directory + "/reachd.sock", transfers = directory + "/transfers.sock"
+        let status = try Self.run(NetLab.binary("reachctl"), ["status", "--socket", reachd])
+        XCTAssertEqual(status.status, 2)
+        XCTAssertEqual(status.err, "reachctl: reachd is not running (no socket at \(reachd)): start it with \"systemctl start reachd.socket\" "
+            + "(or run reachd yourself), or pass --socket PATH\n")
+        let list = try Self.run(NetLab.binary("reachctl"), ["--system", "--transfers-socket", transfers, "download", "list"])
+        XCTAssertEqual(list.status, 2)
+        XCTAssertEqual(list.err, "reachctl: the system reachd-transfers is not running (no socket at \(transfers)): start it with "
+            + "\"systemctl start reachd-transfers.socket\" (as root), or pass --transfers-socket PATH\n")
+    }
+
+    /// A socket in a directory closed to the user (run as nobody): not "is reachd running?" but who may connect.
+    func testASocketClosedToTheUserSaysWhichToUse() throws {
+        let directory = try scratch()
+        XCTAssertEqual(chmod(directory, 0o700), 0)
+        let socket = directory + "/reachd.sock"
+        let result = try Self.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", NetLab.binary("reachctl"), "ping", "--socket", socket])
+        XCTAssertEqual(result.status, 2, result.err)
+        XCTAssertTrue(result.err.hasPrefix("reachctl: you may not connect to \(socket) (Permission denied): "), result.err)
+        XCTAssertTrue(result.err.contains("use the system socket /run/reachd/reachd.sock or your own"), result.err)
+    }
+
+    /// `status --dbus` without a bus says so and names the socket as the other way.
+    func testNoBusSaysSoAndNamesTheSocket() throws {
+        let directory = try scratch()
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=\(directory)/no-bus"
+        let result = try Self.run(NetLab.binary("reachctl"), ["status", "--dbus", "system"], environment: environment)
+        XCTAssertEqual(result.status, 2, result.err)
+        XCTAssertEqual(result.err, "reachctl: cannot connect to the system bus (No such file or directory): is dbus running? "
+            + "reachctl status without --dbus asks reachd's socket\n")
+    }
+
+    /// A bus without reachd on it: `status --dbus` says reachd is not there and how to start it or ask its socket.
+    func testNoReachdOnTheBusSaysHowToStartIt() throws {
+        let directory = try scratch()
+        let bus = try PrivateBus(directory: directory, policies: ["org.reachd.Reachability1.conf"])
+        defer { bus.stop() }
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus.address
+        let result = try Self.run(NetLab.binary("reachctl"), ["status", "--dbus", "system"], environment: environment)
+        XCTAssertEqual(result.status, 2, result.err)
+        XCTAssertTrue(result.err.hasPrefix("reachctl: reachd is not on the system bus (reading Reachable from org.reachd.Reachability1: "), result.err)
+        XCTAssertTrue(result.err.hasSuffix("): start it with \"systemctl start reachd\" (reachd --bus system when run by hand), "
+            + "or ask its socket: reachctl status without --dbus\n"), result.err)
+    }
+
+    /// A misspelt configuration key: reachd names the file, the key, the keys it knows and where they are described.
+    func testABadConfigurationKeySaysTheFix() throws {
+        let directory = try scratch()
+        let config = directory + "/reachd.toml"
+        try "[hosts]\nrefresh = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try Self.run(NetLab.binary("reachd"), ["--config", config, "--socket", directory + "/reachd.sock", "--bus", "none"])
+        XCTAssertEqual(result.status, 2, result.err)
+        XCTAssertTrue(result.err.contains("configuration: \(config): hosts: unknown key \"refresh\" (known: refresh_seconds); fix the file "
+            + "and start again (every key: man 5 reachd.toml, docs/configuration.md)"), result.err)
+    }
+}
