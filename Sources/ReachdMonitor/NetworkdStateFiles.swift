@@ -127,35 +127,23 @@ package final class NetworkdStateFiles: @unchecked Sendable {
     /// appeared, or a watched one went away, or the queue overflowed (watch again, read everything). Events
     /// of a watch removed are stale and skipped.
     private func drain() {
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var changed: Set<Int32> = []
         var everything = false
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(inotify, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            var offset = 0
-            while offset + MemoryLayout<inotify_event>.size <= n {
-                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
-                let nameStart = offset + MemoryLayout<inotify_event>.size
-                let nameEnd = min(n, nameStart + Int(event.len))
-                let name = buffer[nameStart..<nameEnd].prefix { $0 != 0 }
-                offset = nameEnd
-                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    everything = true
-                    continue
-                }
-                guard let path = watches[event.wd] else { continue }
-                if event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                    forget(event.wd)
-                    everything = true
-                    continue
-                }
-                switch plan.reaction(to: name, in: path) {
-                case .readLink(let index): changed.insert(index)
-                case .rescan: everything = true
-                case .nothing: break
-                }
+        for event in InotifyEvents.drain(inotify) {
+            if event.has(IN_Q_OVERFLOW) {
+                everything = true
+                continue
+            }
+            guard let path = watches[event.watch] else { continue }
+            if event.has(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) {
+                forget(event.watch)
+                everything = true
+                continue
+            }
+            switch plan.reaction(to: event.name, in: path) {
+            case .readLink(let index): changed.insert(index)
+            case .rescan: everything = true
+            case .nothing: break
             }
         }
         if everything {

@@ -121,27 +121,16 @@ final class ResolverConfigurationFile: @unchecked Sendable {
     /// Reads the pending events; one that concerns a watched name (or a watched directory itself, or an
     /// overflow) re-arms and reads the file again.
     private func drain() {
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var relevant = false
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(inotify, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            var offset = 0
-            while offset + MemoryLayout<inotify_event>.size <= n {
-                let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }
-                let nameStart = offset + MemoryLayout<inotify_event>.size
-                let nameEnd = min(n, nameStart + Int(event.len))
-                let name = String(decoding: buffer[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
-                offset = nameEnd
-                if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    relevant = true
-                } else if let names = watches[event.wd] {
-                    if event.mask & UInt32(IN_IGNORED) != 0 { watches[event.wd] = nil }
-                    relevant = relevant || names.contains(name) || event.mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0
-                }
-                // Other events: a watch `arm` removed (its IN_IGNORED), or another name in a watched directory.
+        for event in InotifyEvents.drain(inotify) {
+            if event.has(IN_Q_OVERFLOW) {
+                relevant = true
+            } else if let names = watches[event.watch] {
+                if event.has(IN_IGNORED) { watches[event.watch] = nil }
+                relevant = relevant || names.contains(String(decoding: event.name, as: UTF8.self))
+                    || event.has(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)
             }
+            // Other events: a watch `arm` removed (its IN_IGNORED), or another name in a watched directory.
         }
         if relevant {
             arm()
