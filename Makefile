@@ -116,8 +116,9 @@ fuzz: deps
 # (system bus, and the session bus for the user instances) and interface descriptions, the example
 # configuration, the GIO module in GIO's module directory (its cache refreshed by gio-querymodules when
 # installing into the running system), the manual pages (man/: reachctl(1), reachd(8), reachd-transfers(8),
-# reachd.toml(5)), and the bash, zsh and fish completions the commands generate (bash's without the #! line
-# ArgumentParser writes: bash-completion sources the file); DESTDIR-aware.
+# reachd.toml(5), and the D-Bus interfaces' org.reachd.Reachability1(5) and org.reachd.Transfers1(5)), and the
+# bash, zsh and fish completions the commands generate (bash's without the #! line ArgumentParser writes:
+# bash-completion sources the file); DESTDIR-aware.
 install: build
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSCONFDIR)/reachd && \
@@ -140,7 +141,7 @@ install: build
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/reachctl.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 man/reachd.toml.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/reachd.toml.5 man/org.reachd.Reachability1.5 man/org.reachd.Transfers1.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/reachd.8 man/reachd-transfers.8 $(DESTDIR)$(MANDIR)/man8/
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) && \
