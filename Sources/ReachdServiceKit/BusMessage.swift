@@ -100,13 +100,13 @@ package enum BusMessage {
         }
     }
 
-    /// The effective uid of the peer that sent `call`, as the bus reports it.
+    /// The uid of the peer that sent `call`, as the bus daemon took it from the kernel (effective, else real).
     package static func senderUID(of call: OpaquePointer) -> UInt32? {
         var creds: OpaquePointer?
-        guard sd_bus_query_sender_creds(call, UInt64(SD_BUS_CREDS_EUID), &creds) >= 0, let creds else { return nil }
+        guard sd_bus_query_sender_creds(call, UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID), &creds) >= 0, let creds else { return nil }
         defer { sd_bus_creds_unref(creds) }
         var uid = uid_t()
-        guard sd_bus_creds_get_euid(creds, &uid) >= 0 else { return nil }
+        guard sd_bus_creds_get_euid(creds, &uid) >= 0 || sd_bus_creds_get_uid(creds, &uid) >= 0 else { return nil }
         return UInt32(uid)
     }
 
