@@ -66,6 +66,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -115,7 +116,7 @@ let package = Package(
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdMonitor", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
                 "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -127,7 +128,7 @@ let package = Package(
             ]
         ),
         // Blocking Unix-socket client used by reachctl and the library.
-        .target(name: "ReachdClient", dependencies: ["ReachdProtocol", "ReachdTransferModel"]),
+        .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol", "ReachdTransferModel"]),
         // Public Swift library for apps: in-process on ReachdMonitor (the daemons' own judging), or a client of reachd.
         .target(
             name: "Reachability",
@@ -148,7 +149,7 @@ let package = Package(
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdServiceKit",
+                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdProtocol", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -158,11 +159,9 @@ let package = Package(
         .executableTarget(
             name: "reachd-transfers",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdServiceKit",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdProtocol", "ReachdServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // HTTP file server with fault injection, for the transfer tests and the benchmark.
@@ -199,7 +198,8 @@ let package = Package(
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdModel",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdModel", "ReachdProtocol",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -221,6 +221,7 @@ let package = Package(
             name: "ReachdServiceKitTests",
             dependencies: [
                 "ReachdServiceKit",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -236,7 +237,7 @@ let package = Package(
         .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "ReachdTransferModel", "Reachability"]
+            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "CNetlink", "ReachdTransferModel", "Reachability"]
         ),
     ]
 )
