@@ -1,0 +1,116 @@
+import Foundation
+import XCTest
+
+/// reachd's read-only NetworkManager face (`--networkmanager-face`) on a private bus, never the host's: the reads
+/// snapd, unattended-upgrades and scripts make (busctl, dbus-send), a switch eth0 -> wwan0 announced with
+/// PropertiesChanged, a write method refused, reachd not reading its own face as NetworkManager, and a real
+/// Qt 6 program (QNetworkInformation's networkmanager backend, through PyQt6).
+final class NetworkManagerFaceIntegrationTests: XCTestCase {
+    private static let manager = "/org/freedesktop/NetworkManager"
+    private var lab: NetLab!
+    private var bus: PrivateBus?
+    private var address: String { bus?.address ?? "" }
+
+    override func setUpWithError() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/busctl") else { throw XCTSkip("busctl is not installed") }
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.addLink("wwan0", ipv4: "203.0.113.2/24")
+        bus = try PrivateBus(directory: lab.directory, policies: ["reachd-networkmanager-face.conf"])
+    }
+
+    override func tearDown() {
+        lab?.tearDown()
+        bus?.stop()
+    }
+
+    private func startFace(_ extra: [String] = []) throws {
+        try lab.startDaemon(arguments: ["--networkmanager-face", "session"] + extra, environment: ["DBUS_SESSION_BUS_ADDRESS": address])
+        try bus!.waitForOwner(of: "org.freedesktop.NetworkManager")
+    }
+
+    /// `busctl get-property`'s answer, e.g. `u 4`.
+    private func get(_ path: String, _ interface: String, _ property: String) throws -> String {
+        try lab.run("busctl --address=\(address) get-property org.freedesktop.NetworkManager \(path) \(interface) \(property)")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private func manager(_ property: String) throws -> String {
+        try get(Self.manager, "org.freedesktop.NetworkManager", property)
+    }
+
+    /// The object path in `busctl`'s answer `o "/path"`.
+    private static func path(_ answer: String) -> String {
+        answer.split(separator: "\"").dropFirst().first.map(String.init) ?? ""
+    }
+
+    func testTheReadsOfSnapdUnattendedUpgradesAndScripts() throws {
+        try startFace()
+        // snapd and unattended-upgrades: the manager's Metered as `u` (4: guess-no, eth0 by its kind).
+        let sent = try lab.run("dbus-send --bus=\(address) --print-reply --dest=org.freedesktop.NetworkManager \(Self.manager) "
+            + "org.freedesktop.DBus.Properties.Get string:org.freedesktop.NetworkManager string:Metered")
+        XCTAssertTrue(sent.contains("variant       uint32 4"), sent)
+        XCTAssertEqual(try manager("Metered"), "u 4")
+        XCTAssertEqual(try manager("State"), "u 70")
+        XCTAssertEqual(try manager("Connectivity"), "u 4")
+        XCTAssertEqual(try manager("PrimaryConnectionType"), #"s "802-3-ethernet""#)
+        XCTAssertTrue(try manager("Version").contains("-reachd"))
+        let primary = Self.path(try manager("PrimaryConnection"))
+        XCTAssertTrue(primary.hasPrefix(Self.manager + "/ActiveConnection/"), primary)
+        XCTAssertEqual(try get(primary, "org.freedesktop.NetworkManager.Connection.Active", "Type"), #"s "802-3-ethernet""#)
+        XCTAssertEqual(try get(primary, "org.freedesktop.NetworkManager.Connection.Active", "Default"), "b true")
+        let device = Self.path(try lab.run("busctl --address=\(address) call org.freedesktop.NetworkManager \(Self.manager) "
+            + "org.freedesktop.NetworkManager GetDeviceByIpIface s eth0"))
+        XCTAssertEqual(try get(device, "org.freedesktop.NetworkManager.Device", "DeviceType"), "u 1")
+        XCTAssertEqual(try get(device, "org.freedesktop.NetworkManager.Device", "State"), "u 100")
+        XCTAssertEqual(try get(device, "org.freedesktop.NetworkManager.Device", "Interface"), #"s "eth0""#)
+
+        // Introspection from the vtables; the object manager lists the devices.
+        let introspection = try lab.run("busctl --address=\(address) introspect org.freedesktop.NetworkManager \(Self.manager)")
+        XCTAssertTrue(introspection.contains(".Metered") && introspection.contains("property"), introspection)
+        let objects = try lab.run("dbus-send --bus=\(address) --print-reply --dest=org.freedesktop.NetworkManager /org/freedesktop "
+            + "org.freedesktop.DBus.ObjectManager.GetManagedObjects")
+        XCTAssertTrue(objects.contains(device) && objects.contains(primary), objects)
+    }
+
+    func testASwitchToWwanIsAnnounced() throws {
+        try startFace()
+        let log = lab.directory + "/monitor.log"
+        let monitor = try bus!.startMonitor("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", output: log)
+        defer { monitor.terminate() }
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
+        var signals = ""
+        try eventually("PropertiesChanged with Metered and PrimaryConnectionType", detail: signals) {
+            signals = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return signals.contains("\"Metered\"") && signals.contains("\"PrimaryConnectionType\"")
+        }
+        XCTAssertTrue(signals.contains("path=/org/freedesktop/NetworkManager; interface=org.freedesktop.DBus.Properties"), signals)
+        XCTAssertEqual(try manager("Metered"), "u 3", "guess-yes: wwan0 by its kind")
+        XCTAssertEqual(try manager("PrimaryConnectionType"), #"s "gsm""#)
+        XCTAssertFalse(signals.contains("\"Version\""), "only what changed: \(signals)")
+    }
+
+    func testWritesAreRefused() throws {
+        try startFace()
+        let refused = try lab.run("dbus-send --bus=\(address) --print-reply --dest=org.freedesktop.NetworkManager \(Self.manager) "
+            + "org.freedesktop.NetworkManager.Enable boolean:false || true")
+        XCTAssertTrue(refused.contains("org.freedesktop.NetworkManager.PermissionDenied"), refused)
+        XCTAssertTrue(refused.contains("reachd's NetworkManager face is read-only"), refused)
+        let set = try lab.run("busctl --address=\(address) set-property org.freedesktop.NetworkManager \(Self.manager) "
+            + "org.freedesktop.NetworkManager WirelessEnabled b false 2>&1 || true")
+        XCTAssertTrue(set.contains("is not writable"), set)
+        XCTAssertEqual(try manager("NetworkingEnabled"), "b true")
+    }
+
+    /// reachd reading NetworkManager on the bus where it serves the face: it must see its own face and not
+    /// take the face's values (its own verdicts) for NetworkManager's.
+    func testReachdDoesNotReadItsOwnFace() throws {
+        try startFace(["--networkmanager", "session"])
+        try eventually("reachd to judge the name's owner", detail: lab.log) {
+            lab.log.contains("reachd's NetworkManager face, which is not read") || lab.log.contains("NetworkManager metered flags")
+        }
+        XCTAssertFalse(lab.log.contains("NetworkManager metered flags"), lab.log)
+        let status = try lab.reachctl(["status", "--json"]).out
+        XCTAssertFalse(status.contains("networkmanager"), status)
+    }
+}
