@@ -129,6 +129,12 @@ static const sd_bus_vtable active_vtable[] = {
     SD_BUS_VTABLE_END
 };
 
+static const sd_bus_vtable control_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    M("StepBack", "", ""),
+    SD_BUS_VTABLE_END
+};
+
 static void free_face(void *userdata) {
     free(userdata);
 }
@@ -156,6 +162,10 @@ int reachd_nm_face_add(sd_bus *bus, reachd_nm_face_part part, const reachd_nm_fa
         r = sd_bus_add_fallback_vtable(bus, slot, "/org/freedesktop/NetworkManager/ActiveConnection",
                                        "org.freedesktop.NetworkManager.Connection.Active", active_vtable, find, face);
         break;
+    case REACHD_NM_FACE_CONTROL:
+        r = sd_bus_add_object_vtable(bus, slot, "/org/reachd/NetworkManagerFace1", "org.reachd.NetworkManagerFace1",
+                                     control_vtable, face);
+        break;
     default:
         r = sd_bus_add_node_enumerator(bus, slot, "/org/freedesktop/NetworkManager", nodes, face);
         break;
@@ -173,4 +183,8 @@ int reachd_nm_face_emit(sd_bus *bus, const char *path, const char *interface, co
     if (type == 'o')
         return sd_bus_emit_signal(bus, path, interface, member, "o", object);
     return sd_bus_emit_signal(bus, path, interface, member, "u", number);
+}
+
+int reachd_nm_face_reply_empty(sd_bus_message *call) {
+    return sd_bus_reply_method_return(call, NULL);
 }

@@ -24,15 +24,20 @@ public final class NetworkManagerFace: @unchecked Sendable {
     private let hub: VerdictHub
     private let classifier: InterfaceClassifier
     private let checking: Bool
-    private let logger: Logger
+    let logger: Logger
     private let connection: BusConnection
     /// Only touched on the bus thread (and by init before it runs): what every reader is served.
     private var state: NetworkManagerFaceState
+    /// Bus thread: the name was given up for NetworkManager (StepBack) and not asked for again yet.
+    var steppedBack = false
+    /// How long a name given up stays free for NetworkManager to take before the face asks for it again.
+    let stepBackSeconds: Int
 
     /// Connects, exports the objects and asks for the name; throws when the bus cannot be used.
     /// `checking`: a connectivity check is configured.
-    public init(bus which: Bus, hub: VerdictHub, classifier: InterfaceClassifier, checking: Bool, logger: Logger) throws {
+    public init(bus which: Bus, hub: VerdictHub, classifier: InterfaceClassifier, checking: Bool, stepBackSeconds: Int = 30, logger: Logger) throws {
         self.hub = hub
+        self.stepBackSeconds = stepBackSeconds
         self.classifier = classifier
         self.checking = checking
         self.logger = logger
@@ -41,24 +46,35 @@ public final class NetworkManagerFace: @unchecked Sendable {
         var callbacks = reachd_nm_face_callbacks(get_property: faceGetProperty, method: faceMethod, exists: faceExists, nodes: faceNodes)
         let context = Unmanaged.passUnretained(self).toOpaque()
         do {
-            for part in [REACHD_NM_FACE_MANAGER, REACHD_NM_FACE_DEVICES, REACHD_NM_FACE_ACTIVE, REACHD_NM_FACE_NODES, REACHD_NM_FACE_OBJECT_MANAGER] {
+            for part in [REACHD_NM_FACE_MANAGER, REACHD_NM_FACE_DEVICES, REACHD_NM_FACE_ACTIVE, REACHD_NM_FACE_NODES,
+                         REACHD_NM_FACE_OBJECT_MANAGER, REACHD_NM_FACE_CONTROL] {
                 try connection.export({ bus, slot in reachd_nm_face_add(bus, part, &callbacks, context, &slot) }, what: "reachd_nm_face_add")
             }
-            // Never replacing an owner (NetworkManager), and letting a later NetworkManager asking to replace take it.
-            let owns = try connection.requestName(
-                Self.name, flags: UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT) | UInt64(SD_BUS_NAME_QUEUE)
-            )
-            if !owns { logger.info("D-Bus: \(Self.name) has an owner (NetworkManager); the face waits in the name's queue") }
+            let rule = "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.name)'"
+            try connection.export({ bus, slot in sd_bus_add_match(bus, &slot, rule, faceNameOwnerChanged, context) }, what: "sd_bus_add_match")
+            try requestName()
         } catch {
             connection.stop()
             throw error
         }
     }
 
+    /// Asks for the name without replacing an owner (NetworkManager), queued behind it (the bus hands the name
+    /// over when it quits), and letting an owner that asks to replace take it.
+    func requestName() throws {
+        let owns = try connection.requestName(Self.name, flags: UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT) | UInt64(SD_BUS_NAME_QUEUE))
+        if !owns { logger.info("D-Bus: \(Self.name) has an owner (NetworkManager); the face waits in the name's queue") }
+    }
+
     /// Serves until `stop`.
     public func start() throws { try connection.start() }
 
     public func stop() { connection.stop() }
+
+    /// Runs `work` with the face on the bus thread.
+    func perform(_ work: @escaping @Sendable (NetworkManagerFace) -> Void) {
+        connection.perform { [self] _ in work(self) }
+    }
 
     /// The verdict or the snapshot changed: the objects and properties that changed are announced.
     public func networkChanged() {
@@ -128,6 +144,8 @@ public final class NetworkManagerFace: @unchecked Sendable {
         guard let bus = sd_bus_message_get_bus(call) else { return -ENOTCONN }
         let answer: BusMessage.Value?
         switch (sd_bus_message_get_path(call).map { String(cString: $0) }, member) {
+        case ("/org/reachd/NetworkManagerFace1", "StepBack"):
+            return stepBack(call, on: bus)
         case (NetworkManagerFaceState.managerPath, "GetDevices"), (NetworkManagerFaceState.managerPath, "GetAllDevices"):
             answer = state.manager["Devices"]
         case (NetworkManagerFaceState.managerPath, "CheckConnectivity"):
@@ -175,6 +193,12 @@ private let faceMethod: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?
 private let faceExists: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Int32 = { context, path in
     guard let context, let path else { return 0 }
     return face(context).exists(String(cString: path)) ? 1 : 0
+}
+
+private let faceNameOwnerChanged: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    face(context).nameOwnerChanged(message)
+    return 0
 }
 
 private let faceNodes: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = { context in

@@ -29,6 +29,8 @@ typedef enum {
     REACHD_NM_FACE_NODES,
     /// org.freedesktop.DBus.ObjectManager at /org/freedesktop, as NetworkManager serves it.
     REACHD_NM_FACE_OBJECT_MANAGER,
+    /// org.reachd.NetworkManagerFace1 (StepBack) at /org/reachd/NetworkManagerFace1.
+    REACHD_NM_FACE_CONTROL,
 } reachd_nm_face_part;
 
 /// Registers one part of the face; its slot (kept until the face stops) into `*slot`.
@@ -38,5 +40,8 @@ int reachd_nm_face_add(sd_bus *bus, reachd_nm_face_part part, const reachd_nm_fa
 /// Emits signal `member` of `interface` at `path` with one argument of type `type` ('u' or 'o').
 int reachd_nm_face_emit(sd_bus *bus, const char *path, const char *interface, const char *member, char type,
                         uint32_t number, const char *object);
+
+/// Replies to `call` with an empty method return.
+int reachd_nm_face_reply_empty(sd_bus_message *call);
 
 #endif

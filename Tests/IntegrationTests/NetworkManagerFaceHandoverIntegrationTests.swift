@@ -1,0 +1,74 @@
+import Foundation
+import ReachdModel
+import XCTest
+
+/// reachd's NetworkManager face and Debian's real NetworkManager on one private system bus: NetworkManager
+/// cannot take a name the face holds, gets it once the face stepped back (as the ExecStartPre= of the installed
+/// drop-in asks), reachd reads NetworkManager's flags again, and the face comes back when NetworkManager quits.
+final class NetworkManagerFaceHandoverIntegrationTests: XCTestCase {
+    private static let dropIn = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../systemd/NetworkManager.service.d/reachd-networkmanager-face.conf").standardized.path
+    private var lab: NetLab!
+    private var manager: RealNetworkManager?
+
+    override func setUpWithError() throws {
+        lab = try NetLab.make()
+        try lab.addLink("eth0")
+        try lab.peerIP("addr add 192.0.2.1/24 dev eth0")
+        manager = try RealNetworkManager(lab: lab)
+        try manager!.addProfile("wired", interface: "eth0", metered: .yes, ipv4: .manual(address: "192.0.2.2/24", gateway: "192.0.2.1"))
+        try lab.startDaemon(arguments: ["--networkmanager", "system", "--networkmanager-face", "system"], environment: manager!.environment)
+        try eventually("the face on the bus") { version().contains("-reachd") }
+    }
+
+    override func tearDown() {
+        lab?.stopDaemon()
+        manager?.stop()
+        lab?.tearDown()
+    }
+
+    private func version() -> String {
+        (try? manager!.busctl(["get-property", RealNetworkManager.service, "/org/freedesktop/NetworkManager", RealNetworkManager.service, "Version"])) ?? ""
+    }
+
+    /// The drop-in's ExecStartPre= command, run as systemd would run it (through /bin/sh), on the private bus.
+    private func runExecStartPre() throws -> String {
+        let text = try String(contentsOfFile: Self.dropIn, encoding: .utf8)
+        let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("ExecStartPre=-/bin/sh -c '") })
+        let command = String(line.dropFirst("ExecStartPre=-/bin/sh -c '".count).dropLast())
+        return try lab.run("DBUS_SYSTEM_BUS_ADDRESS=\(manager!.busAddress) \(command)")
+    }
+
+    func testNetworkManagerCannotTakeTheNameWithoutTheStepBack() throws {
+        let manager = try XCTUnwrap(manager)
+        // start() returns as soon as the name has an owner (the face here): NetworkManager's log tells.
+        try? manager.start()
+        try eventually("NetworkManager to give up", detail: manager.log) { manager.log.contains("Service already taken") }
+        XCTAssertTrue(version().contains("-reachd"), "the face still answers")
+    }
+
+    func testOnlyRootMayAskTheFaceToStepBack() throws {
+        let refused = try lab.run("DBUS_SYSTEM_BUS_ADDRESS=\(manager!.busAddress) setpriv --reuid=65534 --regid=65534 --clear-groups "
+            + "dbus-send --system --print-reply --dest=org.freedesktop.NetworkManager /org/reachd/NetworkManagerFace1 "
+            + "org.reachd.NetworkManagerFace1.StepBack || true")
+        XCTAssertTrue(refused.contains("org.freedesktop.DBus.Error.AccessDenied: only root may ask"), refused)
+        XCTAssertTrue(version().contains("-reachd"), "the face still answers")
+    }
+
+    func testTheFaceStepsBackForNetworkManagerAndComesBack() throws {
+        let manager = try XCTUnwrap(manager)
+        let start = Date()
+        _ = try runExecStartPre()
+        try manager.start()
+        try eventually("NetworkManager's own name", detail: manager.log) { version().contains("1.42") && !version().contains("-reachd") }
+        let handOver = Date().timeIntervalSince(start)
+        print("hand-over: \(String(format: "%.3f", handOver)) s from ExecStartPre= to NetworkManager answering on its name")
+        XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
+        try eventually("reachd to read NetworkManager's flags", detail: lab.log) { lab.log.contains("NetworkManager metered flags") && lab.log.contains("eth0=yes") }
+        XCTAssertFalse(manager.log.contains("<error>"), manager.log)
+        XCTAssertFalse(lab.log.contains(" error "), lab.log)
+
+        manager.stopManager()
+        try eventually("the face back on the name once NetworkManager quit") { version().contains("-reachd") }
+    }
+}
