@@ -113,4 +113,69 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
         let status = try lab.reachctl(["status", "--json"]).out
         XCTAssertFalse(status.contains("networkmanager"), status)
     }
+
+    /// Qt 6's QNetworkInformation (Debian's qt6-base through python3-pyqt6) with the networkmanager backend on
+    /// a private system bus where only reachd's face answers: reachability, isMetered and transportMedium for
+    /// eth0, then the change signals of a switch to wwan0.
+    func testAQt6ProgramReadsTheFace() throws {
+        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/PyQt6") else {
+            throw XCTSkip("python3-pyqt6 is not installed")
+        }
+        try lab.startDaemon(arguments: ["--networkmanager-face", "system"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": address])
+        try bus!.waitForOwner(of: "org.freedesktop.NetworkManager")
+        let qt = try QtProbe(environment: ["DBUS_SYSTEM_BUS_ADDRESS": address, "QT_QPA_PLATFORM": "offscreen"])
+        defer { qt.stop() }
+        let initial = try qt.next()
+        XCTAssertEqual(initial["event"] as? String, "initial", "\(initial)")
+        XCTAssertEqual(initial["backend"] as? String, "networkmanager")
+        XCTAssertEqual(initial["reachability"] as? String, "Online")
+        XCTAssertEqual(initial["metered"] as? Bool, false)
+        XCTAssertEqual(initial["medium"] as? String, "Ethernet")
+
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
+        var seen: [[String: Any]] = []
+        while !(seen.last.map { $0["medium"] as? String == "Cellular" && $0["metered"] as? Bool == true } ?? false) {
+            seen.append(try qt.next())
+        }
+        print("Qt: \(initial) then \(seen)")
+        XCTAssertTrue(seen.allSatisfy { $0["event"] as? String != "initial" }, "change signals: \(seen)")
+        XCTAssertEqual(seen.last?["reachability"] as? String, "Online")
+    }
+}
+
+/// Tests/Support/qt_network_information.py: its JSON lines.
+private final class QtProbe {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Support/qt_network_information.py").standardized.path
+    private let process = Process()
+    private let input = Pipe()
+    private let lines: LineReader
+
+    init(environment: [String: String]) throws {
+        // The system's python3 (python3-pyqt6), not whatever python3 comes first on PATH.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [Self.script, "120"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        lines = LineReader(output.fileHandleForReading)
+        try process.run()
+    }
+
+    /// The next line, within 30 s.
+    func next() throws -> [String: Any] {
+        let text: String
+        do { text = try lines.next(timeout: 30) } catch { throw LabError("no line from the Qt program (\(error))") }
+        guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw LabError("not a JSON object: \(text)")
+        }
+        return object
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
 }
