@@ -114,6 +114,30 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
         XCTAssertFalse(status.contains("networkmanager"), status)
     }
 
+    /// libnm's own tools (nm-online, nmcli) and GLib's NetworkManager monitor (GNetworkMonitorNM, chosen over
+    /// any GIO module) on a private system bus where only reachd's face answers.
+    func testLibnmToolsAndGLibsMonitorReadTheFace() throws {
+        for tool in ["/usr/bin/nm-online", "/usr/bin/nmcli"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            throw XCTSkip("\(tool) is not installed (Debian package network-manager)")
+        }
+        try lab.startDaemon(arguments: ["--networkmanager-face", "system"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": address])
+        try bus!.waitForOwner(of: "org.freedesktop.NetworkManager")
+        let system = "DBUS_SYSTEM_BUS_ADDRESS=\(address)"
+        XCTAssertEqual(try lab.run("\(system) nm-online -s -q -t 10; echo $?"), "0\n", "startup complete and online")
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f STATE,CONNECTIVITY general status"), "connected:full\n")
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f TYPE,NAME,STATE connection show --active"), "802-3-ethernet:eth0:activated\n")
+        let glib = try lab.run("\(system) GIO_USE_NETWORK_MONITOR=networkmanager GIO_MODULE_DIR=\(lab.directory) /usr/bin/python3 -c "
+            + "'from gi.repository import Gio; m = Gio.NetworkMonitor.get_default(); "
+            + "print(type(m).__name__, m.get_network_available(), m.get_network_metered(), m.get_connectivity().value_nick)'")
+        XCTAssertEqual(glib, "GNetworkMonitorNM True False full\n")
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
+        try eventually("GLib's monitor to read wwan0 as metered") {
+            try lab.run("\(system) GIO_USE_NETWORK_MONITOR=networkmanager GIO_MODULE_DIR=\(lab.directory) /usr/bin/python3 -c "
+                + "'from gi.repository import Gio; print(Gio.NetworkMonitor.get_default().get_network_metered())'") == "True\n"
+        }
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f STATE,CONNECTIVITY general status"), "connected:full\n")
+    }
+
     /// Qt 6's QNetworkInformation (Debian's qt6-base through python3-pyqt6) with the networkmanager backend on
     /// a private system bus where only reachd's face answers: reachability, isMetered and transportMedium for
     /// eth0, then the change signals of a switch to wwan0.
