@@ -137,7 +137,7 @@ install: build
 	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf dbus/reachd-networkmanager-face.conf $(DESTDIR)$(DBUSDIR)/system.d/
 	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/session/org.reachd.Transfers1.service $(DESTDIR)$(DBUSSESSIONDIR)/
-	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
+	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml dbus/org.reachd.NetworkManagerFace1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	install -d $(DESTDIR)$(GIOMODULEDIR)
 	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi

@@ -114,6 +114,15 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
         XCTAssertFalse(status.contains("networkmanager"), status)
     }
 
+    func testIntrospectionOfTheControlInterfaceMatchesItsFile() throws {
+        try startFace()
+        let exported = try lab.run("dbus-send --bus=\(address) --print-reply=literal --dest=org.freedesktop.NetworkManager "
+            + "/org/reachd/NetworkManagerFace1 org.freedesktop.DBus.Introspectable.Introspect")
+        let file = try String(contentsOfFile: PrivateBus.dbusDirectory + "/org.reachd.NetworkManagerFace1.xml", encoding: .utf8)
+        XCTAssertFalse(PrivateBus.interface("org.reachd.NetworkManagerFace1", in: file).isEmpty)
+        XCTAssertEqual(PrivateBus.interface("org.reachd.NetworkManagerFace1", in: exported), PrivateBus.interface("org.reachd.NetworkManagerFace1", in: file))
+    }
+
     /// libnm's own tools (nm-online, nmcli) and GLib's NetworkManager monitor (GNetworkMonitorNM, chosen over
     /// any GIO module) on a private system bus where only reachd's face answers.
     func testLibnmToolsAndGLibsMonitorReadTheFace() throws {
