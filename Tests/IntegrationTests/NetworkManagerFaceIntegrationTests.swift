@@ -123,6 +123,20 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
         XCTAssertEqual(PrivateBus.interface("org.reachd.NetworkManagerFace1", in: exported), PrivateBus.interface("org.reachd.NetworkManagerFace1", in: file))
     }
 
+    /// StepBack with no NetworkManager to take the name (it failed to start): the name is free at once, and the
+    /// face takes it again after its 30 s.
+    func testAStepBackNobodyFollowsEndsWithTheFaceBack() throws {
+        try startFace()
+        _ = try lab.run("dbus-send --bus=\(address) --print-reply --dest=org.freedesktop.NetworkManager /org/reachd/NetworkManagerFace1 "
+            + "org.reachd.NetworkManagerFace1.StepBack")
+        let owned = try lab.run("dbus-send --bus=\(address) --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus "
+            + "org.freedesktop.DBus.NameHasOwner string:org.freedesktop.NetworkManager")
+        XCTAssertTrue(owned.contains("boolean false"), "released before the reply: \(owned)")
+        try eventually("the face to take the name again", timeout: 90, detail: lab.log) { lab.log.contains("nobody took org.freedesktop.NetworkManager") }
+        try bus!.waitForOwner(of: "org.freedesktop.NetworkManager")
+        XCTAssertEqual(try manager("Metered"), "u 4")
+    }
+
     /// libnm's own tools (nm-online, nmcli) and GLib's NetworkManager monitor (GNetworkMonitorNM, chosen over
     /// any GIO module) on a private system bus where only reachd's face answers.
     func testLibnmToolsAndGLibsMonitorReadTheFace() throws {
