@@ -10,7 +10,7 @@ struct face {
 static int get_property(sd_bus *bus, const char *path, const char *interface, const char *property,
                         sd_bus_message *reply, void *userdata, sd_bus_error *error) {
     struct face *face = userdata;
-    return face->callbacks.get_property(face->context, path, property, reply);
+    return face->callbacks.get_property(face->context, path, interface, property, reply);
 }
 
 static int method(sd_bus_message *call, void *userdata, sd_bus_error *error) {
@@ -20,7 +20,7 @@ static int method(sd_bus_message *call, void *userdata, sd_bus_error *error) {
 
 static int find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found, sd_bus_error *error) {
     struct face *face = userdata;
-    if (!face->callbacks.exists(face->context, path))
+    if (!face->callbacks.exists(face->context, path, interface))
         return 0;
     *found = userdata;
     return 1;
@@ -93,6 +93,7 @@ static const sd_bus_vtable device_vtable[] = {
     P("DeviceType", "u"),
     P("Metered", "u"),
     P("State", "u"),
+    P("StateReason", "(uu)"),
     P("ActiveConnection", "o"),
     P("Ip4Connectivity", "u"),
     P("Ip6Connectivity", "u"),
@@ -135,6 +136,65 @@ static const sd_bus_vtable control_vtable[] = {
     SD_BUS_VTABLE_END
 };
 
+static const sd_bus_vtable wired_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    CONST("HwAddress", "s"),
+    CONST("PermHwAddress", "s"),
+    CONST("Speed", "u"),
+    CONST("S390Subchannels", "as"),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable wireless_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    CONST("HwAddress", "s"),
+    CONST("PermHwAddress", "s"),
+    CONST("Mode", "u"),
+    CONST("Bitrate", "u"),
+    CONST("AccessPoints", "ao"),
+    CONST("ActiveAccessPoint", "o"),
+    CONST("WirelessCapabilities", "u"),
+    CONST("LastScan", "x"),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable modem_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    CONST("ModemCapabilities", "u"),
+    CONST("CurrentCapabilities", "u"),
+    CONST("DeviceId", "s"),
+    CONST("OperatorCode", "s"),
+    CONST("Apn", "s"),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable bluetooth_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    CONST("HwAddress", "s"),
+    CONST("Name", "s"),
+    CONST("BtCapabilities", "u"),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable generic_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    CONST("HwAddress", "s"),
+    CONST("TypeDescription", "s"),
+    SD_BUS_VTABLE_END
+};
+
+static const struct {
+    reachd_nm_face_part part;
+    const char *interface;
+    const sd_bus_vtable *vtable;
+} typed_devices[] = {
+    { REACHD_NM_FACE_WIRED, "org.freedesktop.NetworkManager.Device.Wired", wired_vtable },
+    { REACHD_NM_FACE_WIRELESS, "org.freedesktop.NetworkManager.Device.Wireless", wireless_vtable },
+    { REACHD_NM_FACE_MODEM, "org.freedesktop.NetworkManager.Device.Modem", modem_vtable },
+    { REACHD_NM_FACE_BLUETOOTH, "org.freedesktop.NetworkManager.Device.Bluetooth", bluetooth_vtable },
+    { REACHD_NM_FACE_GENERIC, "org.freedesktop.NetworkManager.Device.Generic", generic_vtable },
+};
+
 static void free_face(void *userdata) {
     free(userdata);
 }
@@ -166,8 +226,15 @@ int reachd_nm_face_add(sd_bus *bus, reachd_nm_face_part part, const reachd_nm_fa
         r = sd_bus_add_object_vtable(bus, slot, "/org/reachd/NetworkManagerFace1", "org.reachd.NetworkManagerFace1",
                                      control_vtable, face);
         break;
-    default:
+    case REACHD_NM_FACE_NODES:
         r = sd_bus_add_node_enumerator(bus, slot, "/org/freedesktop/NetworkManager", nodes, face);
+        break;
+    default:
+        r = -EINVAL;
+        for (size_t i = 0; i < sizeof(typed_devices) / sizeof(typed_devices[0]); i++)
+            if (typed_devices[i].part == part)
+                r = sd_bus_add_fallback_vtable(bus, slot, "/org/freedesktop/NetworkManager/Devices", typed_devices[i].interface,
+                                               typed_devices[i].vtable, find, face);
         break;
     }
     if (r < 0) {

@@ -47,7 +47,8 @@ public final class NetworkManagerFace: @unchecked Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         do {
             for part in [REACHD_NM_FACE_MANAGER, REACHD_NM_FACE_DEVICES, REACHD_NM_FACE_ACTIVE, REACHD_NM_FACE_NODES,
-                         REACHD_NM_FACE_OBJECT_MANAGER, REACHD_NM_FACE_CONTROL] {
+                         REACHD_NM_FACE_OBJECT_MANAGER, REACHD_NM_FACE_CONTROL, REACHD_NM_FACE_WIRED, REACHD_NM_FACE_WIRELESS,
+                         REACHD_NM_FACE_MODEM, REACHD_NM_FACE_BLUETOOTH, REACHD_NM_FACE_GENERIC] {
                 try connection.export({ bus, slot in reachd_nm_face_add(bus, part, &callbacks, context, &slot) }, what: "reachd_nm_face_add")
             }
             let rule = "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Self.name)'"
@@ -121,12 +122,12 @@ public final class NetworkManagerFace: @unchecked Sendable {
         if rc < 0 { logger.warning("D-Bus: \(BusError(call: call, code: rc))") }
     }
 
-    fileprivate func appendProperty(_ name: String, of path: String, to reply: OpaquePointer) -> Int32 {
-        guard let value = state.properties(at: path)?[name] else { return -ENOENT }
+    fileprivate func appendProperty(_ name: String, of interface: String, at path: String, to reply: OpaquePointer) -> Int32 {
+        guard let value = state.value(of: name, interface: interface, at: path) else { return -ENOENT }
         return BusMessage.append(value, to: reply)
     }
 
-    fileprivate func exists(_ path: String) -> Bool { state.devices[path] != nil || state.active[path] != nil }
+    fileprivate func exists(_ path: String, interface: String) -> Bool { state.has(interface, at: path) }
 
     /// The child paths as a NULL-terminated array from malloc, which sd-bus frees.
     fileprivate func nodes() -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
@@ -179,10 +180,11 @@ private func face(_ context: UnsafeMutableRawPointer) -> NetworkManagerFace {
     Unmanaged<NetworkManagerFace>.fromOpaque(context).takeUnretainedValue()
 }
 
-private let faceGetProperty: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, OpaquePointer?) -> Int32 = {
-    context, path, name, reply in
-    guard let context, let path, let name, let reply else { return -EINVAL }
-    return face(context).appendProperty(String(cString: name), of: String(cString: path), to: reply)
+private let faceGetProperty: @convention(c) (
+    UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, OpaquePointer?
+) -> Int32 = { context, path, interface, name, reply in
+    guard let context, let path, let interface, let name, let reply else { return -EINVAL }
+    return face(context).appendProperty(String(cString: name), of: String(cString: interface), at: String(cString: path), to: reply)
 }
 
 private let faceMethod: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?) -> Int32 = { context, call in
@@ -190,9 +192,9 @@ private let faceMethod: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?
     return face(context).method(call)
 }
 
-private let faceExists: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Int32 = { context, path in
-    guard let context, let path else { return 0 }
-    return face(context).exists(String(cString: path)) ? 1 : 0
+private let faceExists: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Int32 = { context, path, interface in
+    guard let context, let path, let interface else { return 0 }
+    return face(context).exists(String(cString: path), interface: String(cString: interface)) ? 1 : 0
 }
 
 private let faceNameOwnerChanged: sd_bus_message_handler_t = { message, context, _ in

@@ -20,12 +20,16 @@ struct NetworkManagerFaceState: Equatable {
     var devices: [String: Properties]
     /// By object path: none, or the connection of the interface the verdict goes through.
     var active: [String: Properties]
+    /// By device path: the type-specific interface libnm builds its device objects from, and its properties.
+    var typedInterfaces: [String: String]
+    var typedProperties: [String: Properties]
 
     /// `verdict` nil: reachd has not judged the network yet (State and Connectivity unknown).
     /// `checking`: a connectivity check is configured.
     init(verdict: Verdict?, snapshot: NetworkSnapshot, classifier: InterfaceClassifier, checking: Bool) {
         let connectivity = Self.connectivity(of: verdict)
         var devices: [String: Properties] = [:]
+        var typedInterfaces: [String: String] = [:], typedProperties: [String: Properties] = [:]
         var anyActivated = false
         var primary: (path: String, link: LinkInfo, type: String)?
         for link in snapshot.links.values.sorted(by: { $0.index < $1.index }) {
@@ -41,7 +45,9 @@ struct NetworkManagerFaceState: Equatable {
                 guard state == 100 else { return 0 }
                 return family?.reachable == true && family?.interface == link.name ? connectivity : 1
             }
-            devices["\(Self.devicesPrefix)/\(link.index)"] = [
+            let path = "\(Self.devicesPrefix)/\(link.index)"
+            (typedInterfaces[path], typedProperties[path]) = (kind.typedInterface, kind.typedProperties(of: link))
+            devices[path] = [
                 "Udi": .string("/sys/class/net/\(link.name)"),
                 "Path": .string(""),
                 "Interface": .string(link.name),
@@ -50,6 +56,8 @@ struct NetworkManagerFaceState: Equatable {
                 "DeviceType": .uint32(kind.deviceType),
                 "Metered": .uint32(Self.managerMetered(judged.meteredState)),
                 "State": .uint32(state),
+                // libnm takes a device's state from here (reason 0: none given).
+                "StateReason": .uint32Pair(state, 0),
                 "ActiveConnection": .objectPath(activePath),
                 "Ip4Connectivity": .uint32(family(verdict?.ipv4)),
                 "Ip6Connectivity": .uint32(family(verdict?.ipv6)),
@@ -64,6 +72,8 @@ struct NetworkManagerFaceState: Equatable {
             ]
         }
         self.devices = devices
+        self.typedInterfaces = typedInterfaces
+        self.typedProperties = typedProperties
         var active: [String: Properties] = [:]
         if let primary, let verdict {
             active[primary.path] = [
@@ -114,6 +124,21 @@ struct NetworkManagerFaceState: Equatable {
     /// The properties of the object at `path` (any of the three kinds); nil when there is none.
     func properties(at path: String) -> Properties? {
         path == Self.managerPath ? manager : devices[path] ?? active[path]
+    }
+
+    /// Property `name` of `interface` at `path`: the manager's, a device's (its type-specific interface's too)
+    /// or the active connection's.
+    func value(of name: String, interface: String, at path: String) -> BusMessage.Value? {
+        typedInterfaces[path] == interface ? typedProperties[path]?[name] : properties(at: path)?[name]
+    }
+
+    /// Whether the object at `path` below the manager has `interface`.
+    func has(_ interface: String, at path: String) -> Bool {
+        switch interface {
+        case "org.freedesktop.NetworkManager.Device": devices[path] != nil
+        case "org.freedesktop.NetworkManager.Connection.Active": active[path] != nil
+        default: typedInterfaces[path] == interface
+        }
     }
 
     /// Every object path but the manager's, devices first, in a stable order.
@@ -182,7 +207,7 @@ struct NetworkManagerFaceState: Equatable {
     }
 }
 
-/// NetworkManager's device type and connection type of a link.
+/// NetworkManager's device type, connection type and type-specific device interface of a link.
 struct DeviceKind: Equatable {
     /// `NMDeviceType`.
     var deviceType: UInt32
@@ -203,6 +228,34 @@ struct DeviceKind: Equatable {
         case (_, "vlan"): (deviceType, connectionType) = (11, "vlan")
         case (.wired, _): (deviceType, connectionType) = (1, "802-3-ethernet")
         case (.other, _): (deviceType, connectionType) = (14, "generic")
+        }
+    }
+}
+
+extension DeviceKind {
+    /// The type-specific interface: Device.Wired, .Wireless, .Modem, .Bluetooth, else .Generic.
+    var typedInterface: String {
+        let prefix = "org.freedesktop.NetworkManager.Device."
+        switch deviceType {
+        case 1: return prefix + "Wired"
+        case 2: return prefix + "Wireless"
+        case 8: return prefix + "Modem"
+        case 5: return prefix + "Bluetooth"
+        default: return prefix + "Generic"
+        }
+    }
+
+    /// Its properties: nothing reachd knows beyond the name and type (no addresses, speeds or access points).
+    func typedProperties(of link: LinkInfo) -> NetworkManagerFaceState.Properties {
+        switch deviceType {
+        case 1: ["HwAddress": .string(""), "PermHwAddress": .string(""), "Speed": .uint32(0), "S390Subchannels": .strings([])]
+        case 2: ["HwAddress": .string(""), "PermHwAddress": .string(""), "Mode": .uint32(2), "Bitrate": .uint32(0),
+                 "AccessPoints": .objectPaths([]), "ActiveAccessPoint": .objectPath("/"), "WirelessCapabilities": .uint32(0),
+                 "LastScan": .int64(-1)]
+        case 8: ["ModemCapabilities": .uint32(0), "CurrentCapabilities": .uint32(0), "DeviceId": .string(""),
+                 "OperatorCode": .string(""), "Apn": .string("")]
+        case 5: ["HwAddress": .string(""), "Name": .string(link.name), "BtCapabilities": .uint32(0)]
+        default: ["HwAddress": .string(""), "TypeDescription": .string(connectionType)]
         }
     }
 }

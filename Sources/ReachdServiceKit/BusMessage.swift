@@ -21,6 +21,8 @@ package enum BusMessage {
         case objectPath(String)
         /// Object paths (`ao`).
         case objectPaths([String])
+        /// Two numbers (`(uu)`), such as NetworkManager's state and reason.
+        case uint32Pair(UInt32, UInt32)
 
         /// The D-Bus signature.
         package var signature: String {
@@ -33,6 +35,7 @@ package enum BusMessage {
             case .int64: "x"
             case .objectPath: "o"
             case .objectPaths: "ao"
+            case .uint32Pair: "(uu)"
             }
         }
     }
@@ -65,6 +68,11 @@ package enum BusMessage {
             return rc >= 0 ? sd_bus_message_close_container(message) : rc
         case .objectPath(let path):
             return path.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "o")), $0) }
+        case .uint32Pair(var first, var second):
+            var rc = sd_bus_message_open_container(message, CChar(UInt8(ascii: "r")), "uu")
+            if rc >= 0 { rc = sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &first) }
+            if rc >= 0 { rc = sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &second) }
+            return rc >= 0 ? sd_bus_message_close_container(message) : rc
         case .objectPaths(let paths):
             var rc = sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "o")
             for path in paths where rc >= 0 {

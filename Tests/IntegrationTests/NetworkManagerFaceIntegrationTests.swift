@@ -137,7 +137,7 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
         XCTAssertEqual(try manager("Metered"), "u 4")
     }
 
-    /// libnm's own tools (nm-online, nmcli) and GLib's NetworkManager monitor (GNetworkMonitorNM, chosen over
+    /// libnm's own tools (nm-online; nmcli's state, devices, metered flags and active connections) and GLib's NetworkManager monitor (GNetworkMonitorNM, chosen over
     /// any GIO module) on a private system bus where only reachd's face answers.
     func testLibnmToolsAndGLibsMonitorReadTheFace() throws {
         for tool in ["/usr/bin/nm-online", "/usr/bin/nmcli"] where !FileManager.default.isExecutableFile(atPath: tool) {
@@ -149,6 +149,10 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.run("\(system) nm-online -s -q -t 10; echo $?"), "0\n", "startup complete and online")
         XCTAssertEqual(try lab.run("\(system) nmcli -t -f STATE,CONNECTIVITY general status"), "connected:full\n")
         XCTAssertEqual(try lab.run("\(system) nmcli -t -f TYPE,NAME,STATE connection show --active"), "802-3-ethernet:eth0:activated\n")
+        let devices = try lab.run("\(system) nmcli -t -f DEVICE,TYPE,STATE device status")
+        XCTAssertEqual(Set(devices.split(separator: "\n")), ["eth0:ethernet:connected", "wwan0:modem:connected"], devices)
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f GENERAL.METERED device show eth0"), "GENERAL.METERED:no (guessed)\n")
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f TYPE,NAME,DEVICE connection show --active"), "802-3-ethernet:eth0:eth0\n")
         let glib = try lab.run("\(system) GIO_USE_NETWORK_MONITOR=networkmanager GIO_MODULE_DIR=\(lab.directory) /usr/bin/python3 -c "
             + "'from gi.repository import Gio; m = Gio.NetworkMonitor.get_default(); "
             + "print(type(m).__name__, m.get_network_available(), m.get_network_metered(), m.get_connectivity().value_nick)'")
@@ -159,6 +163,8 @@ final class NetworkManagerFaceIntegrationTests: XCTestCase {
                 + "'from gi.repository import Gio; print(Gio.NetworkMonitor.get_default().get_network_metered())'") == "True\n"
         }
         XCTAssertEqual(try lab.run("\(system) nmcli -t -f STATE,CONNECTIVITY general status"), "connected:full\n")
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f TYPE,NAME,DEVICE connection show --active"), "gsm:wwan0:wwan0\n")
+        XCTAssertEqual(try lab.run("\(system) nmcli -t -f GENERAL.METERED device show wwan0"), "GENERAL.METERED:yes (guessed)\n")
     }
 
     /// Qt 6's QNetworkInformation (Debian's qt6-base through python3-pyqt6) with the networkmanager backend on

@@ -55,6 +55,14 @@ final class NetworkManagerFaceStateTests: XCTestCase {
         XCTAssertEqual(wwan0["DeviceType"], .uint32(8), "modem")
         XCTAssertEqual(wwan0["Metered"], .uint32(3), "guess-yes from the kind")
         XCTAssertEqual(wwan0["ActiveConnection"], .objectPath("/"))
+        XCTAssertEqual(eth0["StateReason"], .uint32Pair(100, 0), "libnm reads the state from here")
+        XCTAssertTrue(face.has("org.freedesktop.NetworkManager.Device.Wired", at: "/org/freedesktop/NetworkManager/Devices/2"))
+        XCTAssertFalse(face.has("org.freedesktop.NetworkManager.Device.Modem", at: "/org/freedesktop/NetworkManager/Devices/2"))
+        XCTAssertTrue(face.has("org.freedesktop.NetworkManager.Device.Modem", at: "/org/freedesktop/NetworkManager/Devices/10"))
+        XCTAssertTrue(face.has("org.freedesktop.NetworkManager.Connection.Active", at: "/org/freedesktop/NetworkManager/ActiveConnection/2"))
+        XCTAssertFalse(face.has("org.freedesktop.NetworkManager.Device", at: "/org/freedesktop/NetworkManager/ActiveConnection/2"))
+        XCTAssertEqual(face.value(of: "Speed", interface: "org.freedesktop.NetworkManager.Device.Wired", at: "/org/freedesktop/NetworkManager/Devices/2"), .uint32(0))
+        XCTAssertEqual(face.value(of: "Metered", interface: "org.freedesktop.NetworkManager.Device", at: "/org/freedesktop/NetworkManager/Devices/2"), .uint32(4))
     }
 
     func testWwanIsMeteredGsm() {

@@ -7,12 +7,12 @@
 
 /// Callbacks into Swift. `context` is the value given to reachd_nm_face_add.
 typedef struct {
-    /// Appends property `name` of the object at `path` to `reply`; returns >= 0 or a negative errno.
-    int (*get_property)(void *context, const char *path, const char *name, sd_bus_message *reply);
+    /// Appends property `name` of `interface` of the object at `path` to `reply`; returns >= 0 or a negative errno.
+    int (*get_property)(void *context, const char *path, const char *interface, const char *name, sd_bus_message *reply);
     /// Handles a method call (reads the member): replies and returns 1, or returns a negative errno.
     int (*method)(void *context, sd_bus_message *call);
-    /// 1 when an object exists at `path` (a device or the active connection), else 0.
-    int (*exists)(void *context, const char *path);
+    /// 1 when an object at `path` (a device or the active connection) has `interface`, else 0.
+    int (*exists)(void *context, const char *path, const char *interface);
     /// The object paths below the manager, as a NULL-terminated array from malloc (strings from strdup).
     char **(*nodes)(void *context);
 } reachd_nm_face_callbacks;
@@ -31,6 +31,13 @@ typedef enum {
     REACHD_NM_FACE_OBJECT_MANAGER,
     /// org.reachd.NetworkManagerFace1 (StepBack) at /org/reachd/NetworkManagerFace1.
     REACHD_NM_FACE_CONTROL,
+    /// The type-specific device interfaces libnm builds its device objects from (Device.Wired, .Wireless,
+    /// .Modem, .Bluetooth, .Generic), below /org/freedesktop/NetworkManager/Devices.
+    REACHD_NM_FACE_WIRED,
+    REACHD_NM_FACE_WIRELESS,
+    REACHD_NM_FACE_MODEM,
+    REACHD_NM_FACE_BLUETOOTH,
+    REACHD_NM_FACE_GENERIC,
 } reachd_nm_face_part;
 
 /// Registers one part of the face; its slot (kept until the face stops) into `*slot`.
