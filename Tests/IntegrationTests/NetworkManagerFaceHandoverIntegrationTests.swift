@@ -68,7 +68,30 @@ final class NetworkManagerFaceHandoverIntegrationTests: XCTestCase {
         XCTAssertFalse(manager.log.contains("<error>"), manager.log)
         XCTAssertFalse(lab.log.contains(" error "), lab.log)
 
+        let real = try situation()
+
         manager.stopManager()
         try eventually("the face back on the name once NetworkManager quit") { version().contains("-reachd") }
+        // NetworkManager leaves eth0 configured: the same situation, as the face reports it.
+        XCTAssertEqual(try situation(), real, "the face reports what NetworkManager reported")
+    }
+
+    /// What the manager and eth0's device report that the face maps. Not Metered: NetworkManager's comes from the
+    /// profile, the face's from reachd's own sources once NetworkManager is gone. Not DeviceType: the lab's eth0 is
+    /// a veth, which NetworkManager reports as such (20), and the face by reachd's kind of it (wired: 1).
+    private func situation() throws -> [String] {
+        let manager = try XCTUnwrap(manager), path = "/org/freedesktop/NetworkManager"
+        let device = try manager.device("eth0")
+        return try ["State", "Connectivity", "PrimaryConnectionType", "NetworkingEnabled", "Startup"].map {
+            try manager.busctl(["get-property", RealNetworkManager.service, path, RealNetworkManager.service, $0])
+        } + ["State", "Ip4Connectivity"].map {
+            try manager.busctl(["get-property", RealNetworkManager.service, device, RealNetworkManager.deviceInterface, $0])
+        } + [try manager.busctl(["get-property", RealNetworkManager.service,
+                                 Self.path(try manager.busctl(["get-property", RealNetworkManager.service, path, RealNetworkManager.service, "PrimaryConnection"])),
+                                 "org.freedesktop.NetworkManager.Connection.Active", "Type"])]
+    }
+
+    private static func path(_ answer: String) -> String {
+        answer.split(separator: "\"").dropFirst().first.map(String.init) ?? ""
     }
 }
