@@ -23,7 +23,7 @@ extension NetworkManagerFace {
         }
         steppedBack = true
         logger.notice("D-Bus: the NetworkManager face gave \(Self.name) up for NetworkManager")
-        let seconds = stepBackSeconds
+        let seconds = Self.stepBackSeconds
         Task { [self] in
             try? await Task.sleep(for: .seconds(seconds))
             perform { face in

@@ -31,13 +31,12 @@ public final class NetworkManagerFace: @unchecked Sendable {
     /// Bus thread: the name was given up for NetworkManager (StepBack) and not asked for again yet.
     var steppedBack = false
     /// How long a name given up stays free for NetworkManager to take before the face asks for it again.
-    let stepBackSeconds: Int
+    static let stepBackSeconds = 30
 
     /// Connects, exports the objects and asks for the name; throws when the bus cannot be used.
     /// `checking`: a connectivity check is configured.
-    public init(bus which: Bus, hub: VerdictHub, classifier: InterfaceClassifier, checking: Bool, stepBackSeconds: Int = 30, logger: Logger) throws {
+    public init(bus which: Bus, hub: VerdictHub, classifier: InterfaceClassifier, checking: Bool, logger: Logger) throws {
         self.hub = hub
-        self.stepBackSeconds = stepBackSeconds
         self.classifier = classifier
         self.checking = checking
         self.logger = logger
@@ -89,18 +88,22 @@ public final class NetworkManagerFace: @unchecked Sendable {
         let old = state
         guard new != old else { return }
         let manager = NetworkManagerFaceState.managerPath
-        // Objects going away are announced while they still exist (sd-bus reads their interfaces).
-        for path in old.childPaths where new.properties(at: path) == nil {
+        // Objects going away are announced while they still exist (sd-bus reads their interfaces); a device whose
+        // type changed goes and comes back with its new type-specific interface.
+        let replaced = { (path: String) in new.properties(at: path) == nil || new.typedInterfaces[path] != old.typedInterfaces[path] }
+        for path in old.childPaths where replaced(path) {
             check(sd_bus_emit_object_removed(bus, path), "sd_bus_emit_object_removed")
             if old.devices[path] != nil { check(reachd_nm_face_emit(bus, manager, Self.interface, "DeviceRemoved", CChar(UInt8(ascii: "o")), 0, path), "DeviceRemoved") }
         }
         state = new
-        for path in new.childPaths where old.properties(at: path) == nil {
+        for path in new.childPaths where old.properties(at: path) == nil || new.typedInterfaces[path] != old.typedInterfaces[path] {
             check(sd_bus_emit_object_added(bus, path), "sd_bus_emit_object_added")
             if new.devices[path] != nil { check(reachd_nm_face_emit(bus, manager, Self.interface, "DeviceAdded", CChar(UInt8(ascii: "o")), 0, path), "DeviceAdded") }
         }
         emitChanges(at: manager, interface: Self.interface, from: old.manager, to: new.manager, on: bus)
-        for (path, properties) in new.devices { emitChanges(at: path, interface: Self.deviceInterface, from: old.devices[path], to: properties, on: bus) }
+        for (path, properties) in new.devices where !replaced(path) {
+            emitChanges(at: path, interface: Self.deviceInterface, from: old.devices[path], to: properties, on: bus)
+        }
         for (path, properties) in new.active { emitChanges(at: path, interface: Self.activeInterface, from: old.active[path], to: properties, on: bus) }
         if case .uint32(let value)? = new.manager["State"], new.manager["State"] != old.manager["State"] {
             check(reachd_nm_face_emit(bus, manager, Self.interface, "StateChanged", CChar(UInt8(ascii: "u")), value, nil), "StateChanged")
