@@ -35,10 +35,11 @@ TRANSFERS_ARGS ?=
 # for the test CA, curl for the transfer benchmark, network-manager and dnsmasq-base for the real
 # NetworkManager and its DHCP server in the metered-source tests, prometheus to scrape the metrics endpoints).
 # libglib2.0-dev for the GIO module, python3-gi and gir1.2-glib-2.0 for its tests' GLib program; bash-completion,
-# zsh and fish to run the completion scripts in their shells.
+# zsh and fish to run the completion scripts in their shells; python3-pyqt6 for the Qt 6 program
+# (QNetworkInformation's networkmanager backend) read against reachd's NetworkManager face.
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
                 python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
-                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0 bash-completion zsh fish
+                gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0 bash-completion zsh fish python3-pyqt6
 # make deb: dpkg-dev (dpkg-shlibdeps), lintian. make systemtest: debootstrap and systemd-nspawn for a booted
 # Debian with systemd as PID 1 (and dnsmasq-base and openssl from above for systemtest/networkd).
 PACKAGING_PACKAGES := dpkg-dev lintian binutils xz-utils
@@ -128,14 +129,16 @@ install: build
 	install -m 0644 systemd/reachd.socket systemd/reachd-transfers.socket $(DESTDIR)$(UNITDIR)/
 	sed 's|/usr/local/bin|$(BINDIR)|g' systemd/user/reachd-transfers.service > $(DESTDIR)$(USERUNITDIR)/reachd-transfers.service
 	install -m 0644 systemd/user/reachd-transfers.socket $(DESTDIR)$(USERUNITDIR)/
+	install -d $(DESTDIR)$(UNITDIR)/NetworkManager.service.d
+	install -m 0644 systemd/NetworkManager.service.d/reachd-networkmanager-face.conf $(DESTDIR)$(UNITDIR)/NetworkManager.service.d/
 	install -m 0644 reachd.toml.example $(DESTDIR)$(SYSCONFDIR)/reachd/reachd.toml.example
 	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces \
 	    $(DESTDIR)$(DBUSSESSIONDIR)
 	install -m 0644 systemd/reachd.sysusers $(DESTDIR)$(SYSUSERSDIR)/reachd.conf
-	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf dbus/reachd-networkmanager-face.conf $(DESTDIR)$(DBUSDIR)/system.d/
 	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/session/org.reachd.Transfers1.service $(DESTDIR)$(DBUSSESSIONDIR)/
-	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
+	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml dbus/org.reachd.NetworkManagerFace1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	install -d $(DESTDIR)$(GIOMODULEDIR)
 	install -m 0644 $(GIO_MODULE) $(DESTDIR)$(GIOMODULEDIR)/
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi

@@ -211,7 +211,7 @@ let package = Package(
         .testTarget(
             name: "ReachdDaemonTests",
             dependencies: [
-                "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel",
+                "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel", "ReachdServiceKit",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -21,13 +21,16 @@ public struct DaemonOptions: Sendable {
     public var bus: Bus
     /// The bus where NetworkManager's metered flags are read (none: not at all).
     public var networkManager: Bus
+    /// The bus where reachd serves its read-only face of NetworkManager (none: not at all; docs/networkmanager-face.md).
+    public var networkManagerFace: Bus
 
     public init(socketPath: String?, configuration: Configuration = Configuration(),
                 watcher: NetworkView.Options = .init(), limits: SocketServer.Limits = .init(), bus: Bus = .system,
-                networkManager: Bus = .system) {
+                networkManager: Bus = .system, networkManagerFace: Bus = .none) {
         self.socketPath = socketPath
         self.bus = bus
         self.networkManager = networkManager
+        self.networkManagerFace = networkManagerFace
         self.configuration = configuration
         self.watcher = watcher
         self.limits = limits
@@ -58,9 +61,12 @@ public enum Daemon {
     /// check, the captive-portal API queries and systemd's readiness, which start when the group runs.
     private static func start(_ options: DaemonOptions, logger: Logger, into services: inout DaemonServices) async throws {
         let metrics = options.configuration.metricsListen.map { _ in DaemonMetrics() }
+        // Tells the NetworkManager face of each snapshot once it serves (links change without the verdict).
+        let snapshotRelay = Relay()
         let network = try NetworkView(
             configuration: options.configuration, checking: options.configuration.connectivityCheck != nil,
-            watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, logger: logger
+            watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, logger: logger,
+            snapshots: { _ in snapshotRelay.call() }
         )
         let hub = network.hub, hosts = network.hosts
         try network.start()
@@ -87,6 +93,20 @@ public enum Daemon {
         }
         if let bus {
             services.add(started: bus)
+        }
+        let face = await options.networkManagerFace.serve(NetworkManagerFace.name, logger: logger) {
+            let face = try NetworkManagerFace(
+                bus: options.networkManagerFace, hub: hub, classifier: options.configuration.classifier,
+                checking: options.configuration.connectivityCheck != nil, logger: logger
+            )
+            // The verdict's changes (the connectivity check's too) and every snapshot, from the current ones on.
+            _ = hub.addObserver(startingWithCurrent: true, refreshes: true) { _ in face.networkChanged() }
+            snapshotRelay.set { face.networkChanged() }
+            try face.start()
+            return face
+        }
+        if let face {
+            services.add(started: face)
         }
         if let check = options.configuration.connectivityCheck {
             let prober = ConnectivityProber(

@@ -4,6 +4,8 @@ import ReachdServiceKit
 
 extension BusService: StartedComponent {}
 
+extension NetworkManagerFace: StartedComponent {}
+
 extension SocketServer: StartedComponent {
     /// Stops serving and removes the socket file (`shutdown`).
     package func stop() async { await shutdown() }

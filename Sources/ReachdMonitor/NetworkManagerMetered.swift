@@ -8,7 +8,8 @@ import Glibc
 
 /// NetworkManager as a metered source: the `Metered` property of the device carrying each interface,
 /// read when the interfaces or NetworkManager change and followed through `PropertiesChanged`.
-/// When NetworkManager is not on the bus there are no values (and the configuration and kinds decide).
+/// When NetworkManager is not on the bus there are no values (and the configuration and kinds decide); nor
+/// when reachd's own NetworkManager face holds the name (docs/networkmanager-face.md).
 package final class NetworkManagerMetered: @unchecked Sendable {
     static let service = "org.freedesktop.NetworkManager"
     static let deviceInterface = "org.freedesktop.NetworkManager.Device"
@@ -20,6 +21,7 @@ package final class NetworkManagerMetered: @unchecked Sendable {
     private var interfaces: Set<String> = []
     private var devices: [String: String] = [:]
     private var values: [String: ManagerMetered] = [:]
+    private var ownFace = false
 
     /// Connects and subscribes; `onChange` gets every new map of interface name → value (on the bus thread).
     package init(bus: Bus, logger: Logger, onChange: @escaping @Sendable ([String: ManagerMetered]) -> Void) throws {
@@ -73,6 +75,17 @@ package final class NetworkManagerMetered: @unchecked Sendable {
 
     /// Reads every followed interface's device and `Metered` again.
     fileprivate func refresh(_ bus: OpaquePointer) {
+        let face = isReachdFace(bus)
+        if face != ownFace {
+            ownFace = face
+            logger.info(face ? "NetworkManager: the name is held by reachd's NetworkManager face, which is not read as NetworkManager"
+                             : "NetworkManager: the name is not held by reachd's NetworkManager face")
+        }
+        if face {
+            devices = [:]
+            publish([:])
+            return
+        }
         var found: [String: String] = [:]
         var read: [String: ManagerMetered] = [:]
         for name in interfaces.sorted() {
@@ -88,6 +101,18 @@ package final class NetworkManagerMetered: @unchecked Sendable {
         }
         devices = found
         publish(read)
+    }
+
+    /// The name is reachd's NetworkManager face (its `Version` says `-reachd`), this process's or another
+    /// reachd's: its values are reachd's own verdicts, never read back as NetworkManager's.
+    private func isReachdFace(_ bus: OpaquePointer) -> Bool {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var version: UnsafeMutablePointer<CChar>?
+        guard sd_bus_get_property_string(bus, Self.service, "/org/freedesktop/NetworkManager", Self.service, "Version", &error, &version) >= 0,
+              let version else { return false }
+        defer { free(version) }
+        return String(cString: version).contains("-reachd")
     }
 
     /// `GetDeviceByIpIface(name)`; nil when NetworkManager is absent or does not manage it.

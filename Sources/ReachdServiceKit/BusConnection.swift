@@ -37,10 +37,14 @@ package final class BusConnection: @unchecked Sendable {
         slots.append(slot)
     }
 
-    package func requestName(_ name: String) throws {
+    /// Takes `name` with sd-bus's `flags` (`SD_BUS_NAME_*`); true when this connection owns it now, false when
+    /// it waits in the name's queue (`SD_BUS_NAME_QUEUE`).
+    @discardableResult
+    package func requestName(_ name: String, flags: UInt64 = 0) throws -> Bool {
         guard let bus else { throw BusError(call: "sd_bus_request_name", code: -ENOTCONN) }
-        let rc = sd_bus_request_name(bus, name, 0)
+        let rc = sd_bus_request_name(bus, name, flags)
         guard rc >= 0 else { throw BusError(call: "sd_bus_request_name(\(name))", code: rc) }
+        return rc > 0
     }
 
     /// Starts the bus thread.

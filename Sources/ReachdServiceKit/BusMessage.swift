@@ -17,6 +17,12 @@ package enum BusMessage {
         case uint32(UInt32)
         case uint64(UInt64)
         case int64(Int64)
+        /// An object path (`o`).
+        case objectPath(String)
+        /// Object paths (`ao`).
+        case objectPaths([String])
+        /// Two numbers (`(uu)`), such as NetworkManager's state and reason.
+        case uint32Pair(UInt32, UInt32)
 
         /// The D-Bus signature.
         package var signature: String {
@@ -27,6 +33,9 @@ package enum BusMessage {
             case .uint32: "u"
             case .uint64: "t"
             case .int64: "x"
+            case .objectPath: "o"
+            case .objectPaths: "ao"
+            case .uint32Pair: "(uu)"
             }
         }
     }
@@ -55,6 +64,19 @@ package enum BusMessage {
             var rc = sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "s")
             for text in texts where rc >= 0 {
                 rc = text.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }
+            }
+            return rc >= 0 ? sd_bus_message_close_container(message) : rc
+        case .objectPath(let path):
+            return path.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "o")), $0) }
+        case .uint32Pair(var first, var second):
+            var rc = sd_bus_message_open_container(message, CChar(UInt8(ascii: "r")), "uu")
+            if rc >= 0 { rc = sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &first) }
+            if rc >= 0 { rc = sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &second) }
+            return rc >= 0 ? sd_bus_message_close_container(message) : rc
+        case .objectPaths(let paths):
+            var rc = sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "o")
+            for path in paths where rc >= 0 {
+                rc = path.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "o")), $0) }
             }
             return rc >= 0 ? sd_bus_message_close_container(message) : rc
         }
@@ -86,6 +108,11 @@ package enum BusMessage {
             for entries in list where rc >= 0 { rc = append(entries, to: message) }
             return rc >= 0 ? sd_bus_message_close_container(message) : rc
         }
+    }
+
+    /// Sends the method return of `call` carrying one value.
+    package static func reply(_ call: OpaquePointer, with value: Value, on bus: OpaquePointer, logger: Logger) {
+        reply(call, on: bus, logger: logger) { append(value, to: $0) }
     }
 
     private static func reply(_ call: OpaquePointer, on bus: OpaquePointer, logger: Logger, body: (OpaquePointer) -> Int32) {

@@ -65,6 +65,9 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Bus where NetworkManager's metered flags are read.")
     var networkmanager: Bus = .system
 
+    @Option(help: "Bus where reachd serves a read-only face of NetworkManager's D-Bus API from its verdicts, for hosts without NetworkManager (docs/networkmanager-face.md). Off by default.")
+    var networkmanagerFace: Bus = .none
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("unknown log level \"\(logLevel)\"")
@@ -89,7 +92,8 @@ struct Reachd: AsyncParsableCommand {
                     watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer, networkdRoot: networkdRoot),
                     limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
                     bus: bus,
-                    networkManager: networkmanager
+                    networkManager: networkmanager,
+                    networkManagerFace: networkmanagerFace
                 ),
                 logger: logger
             )
