@@ -155,5 +155,31 @@ final class BudgetIntegrationTests: XCTestCase {
         process.waitUntilExit()
         XCTAssertTrue(output.contains("kB used today (approaching)"), output)
     }
+
+    /// A state file reachd did not write (too large, garbage, a symbolic link) is a warning and a fresh count,
+    /// and is replaced by a good one at shutdown.
+    func testABadStateFileIsAWarningAndAFreshCount() throws {
+        let state = lab.directory + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try addUplink()
+        // (what is at state/budgets, what the log says)
+        let table: [(() throws -> Void, String)] = [
+            ({ try Data(repeating: 0x41, count: 4 << 20).write(to: URL(fileURLWithPath: state + "/budgets")) }, "longer than"),
+            ({ try "reachd-budgets 1\nbudget\twwan* day\t2026-11-26\t99999999999999999999999\tb\n".write(toFile: state + "/budgets", atomically: true, encoding: .utf8) },
+             "line 2"),
+            ({ try FileManager.default.createSymbolicLink(atPath: state + "/budgets", withDestinationPath: "/etc/passwd") }, "cannot read the budget state file"),
+        ]
+        for (make, warning) in table {
+            try? FileManager.default.removeItem(atPath: state + "/budgets")
+            try make()
+            try startDaemon()
+            let verdict = try lab.subscribe().waitFor("the budget") { $0.reachable && $0.budget != nil }
+            XCTAssertEqual(verdict.verdict.budget?.state, .below, "a fresh count")
+            XCTAssertTrue(lab.log.contains(warning), "\(warning) missing in \(lab.log)")
+            XCTAssertEqual(lab.stopDaemon(), 0)
+            let saved = try String(contentsOfFile: state + "/budgets", encoding: .utf8)
+            XCTAssertTrue(saved.hasPrefix("reachd-budgets 1\nbudget\twwan* day\t"), saved)
+        }
+    }
 }
 
