@@ -1,3 +1,4 @@
+import Foundation
 import ReachdModel
 import XCTest
 
@@ -223,6 +224,33 @@ final class BudgetLedgerTests: XCTestCase {
         snapshot.budgets["wwan0"] = BudgetStatus(state: .over, usedBytes: 5_000_000_000, limitBytes: 5_000_000_000, period: "month", resetsAt: resets)
         XCTAssertEqual(InternetVerdict().verdict(for: snapshot).summary,
                        "reachable via WWAN (wwan0), metered (interface kind wwan), 5.0 of 5.0 GB used this month (over)")
+    }
+
+    /// The daemon's calendar, the host's zone through glibc: Berlin's 25-hour day, and Santiago's day whose
+    /// midnight does not exist (the clocks go from 24:00 to 01:00).
+    func testTheSystemCalendarFollowsTheZonesRules() throws {
+        let saved = getenv("TZ").map { String(cString: $0) }
+        defer {
+            if let saved { setenv("TZ", saved, 1) } else { unsetenv("TZ") }
+            tzset()
+        }
+        let calendar = SystemCalendar()
+        // (zone, local date, its start, an instant, its local date)
+        let table: [(String, String, String, String, String)] = [
+            ("Europe/Berlin", "2026-10-25", "2026-10-24T22:00:00Z", "2026-10-25T22:30:00Z", "2026-10-25"),
+            ("Europe/Berlin", "2026-10-26", "2026-10-25T23:00:00Z", "2026-10-25T23:00:00Z", "2026-10-26"),
+            ("Europe/Berlin", "2026-03-30", "2026-03-29T22:00:00Z", "2026-03-29T21:59:59Z", "2026-03-29"),
+            ("America/Santiago", "2026-09-06", "2026-09-06T04:00:00Z", "2026-09-06T03:59:59Z", "2026-09-05"),
+            ("America/Santiago", "2026-09-07", "2026-09-07T03:00:00Z", "2026-09-06T04:00:00Z", "2026-09-06"),
+            ("UTC", "2026-11-26", "2026-11-26T00:00:00Z", "1969-12-31T23:59:59Z", "1969-12-31"),
+        ]
+        for (zone, day, start, instant, date) in table {
+            guard zone == "UTC" || FileManager.default.fileExists(atPath: "/usr/share/zoneinfo/\(zone)") else { throw XCTSkip("no tzdata for \(zone)") }
+            setenv("TZ", zone, 1)
+            tzset()
+            XCTAssertEqual(calendar.startOfDay(LocalDate(day)!), time(start), "\(zone) \(day)")
+            XCTAssertEqual(calendar.date(at: time(instant)).description, date, "\(zone) \(instant)")
+        }
     }
 }
 
