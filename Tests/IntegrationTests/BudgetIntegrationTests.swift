@@ -117,6 +117,11 @@ final class BudgetIntegrationTests: XCTestCase {
         try eventually("BudgetState below") { try property("BudgetState").contains(#"string "below""#) }
         XCTAssertTrue(try property("BudgetLimitBytes").contains("int64 200000"))
         XCTAssertTrue(try property("BudgetPeriod").contains(#"string "day""#))
+        let host = try lab.run("dbus-send --bus=\(bus.address) --print-reply --dest=org.reachd.Reachability1 /org/reachd/Reachability1 "
+                               + "org.reachd.Reachability1.CheckHost string:10.77.0.9")
+        for expected in [#"string "BudgetState""#, #"string "below""#, #"string "BudgetLimitBytes""#, "int64 200000"] {
+            XCTAssertTrue(host.contains(expected), "\(expected) missing in \(host)")
+        }
 
         let monitorLog = lab.directory + "/monitor.log"
         let monitor = try bus.startMonitor("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", output: monitorLog)
