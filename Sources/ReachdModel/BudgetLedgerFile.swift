@@ -13,15 +13,26 @@ public enum BudgetLedgerFile {
     /// Ledgers, and counters per ledger, a file may hold.
     static let maximumEntries = 1024
 
-    /// The file's text for `ledgers` (by budget key).
+    /// The file's text for `ledgers` (by budget key), within what `ledgers(in:)` reads back: beyond the
+    /// counters that fit, links' last readings are left out (after a restart they count their whole counter
+    /// again: more than they moved, never less). The budget lines always fit (at most 64 of ~600 bytes).
     public static func text(_ ledgers: [String: BudgetLedger]) -> String {
         var lines = [header]
-        for (key, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+        var budgetLines: [String] = []
+        var counterLines: [String] = []
+        for (key, ledger) in ledgers.sorted(by: { $0.key < $1.key }).prefix(maximumEntries) {
             guard let start = ledger.periodStart, safe(key) else { continue }
-            lines.append(["budget", key, start.description, String(ledger.usedBytes), ledger.bootID ?? "-"].joined(separator: "\t"))
-            for (interface, counter) in ledger.counters.sorted(by: { $0.key < $1.key }) where safe(interface) {
-                lines.append(["counter", key, interface, String(counter.index), String(counter.bytes)].joined(separator: "\t"))
+            budgetLines.append(["budget", key, start.description, String(ledger.usedBytes), ledger.bootID ?? "-"].joined(separator: "\t"))
+            for (interface, counter) in ledger.counters.sorted(by: { $0.key < $1.key }).prefix(maximumEntries) where safe(interface) {
+                counterLines.append(["counter", key, interface, String(counter.index), String(counter.bytes)].joined(separator: "\t"))
             }
+        }
+        lines += budgetLines
+        var size = lines.reduce(0) { $0 + $1.utf8.count + 1 }
+        for line in counterLines {
+            size += line.utf8.count + 1
+            guard size <= maximumBytes else { break }
+            lines.append(line)
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -46,4 +46,23 @@ final class BudgetLedgerFileTests: XCTestCase {
         for n in 0...1024 { file += "counter\tk\tif\(n)\t1\t1\n" }
         XCTAssertThrowsError(try BudgetLedgerFile.ledgers(in: Array(file.utf8)).get())
     }
+
+    /// However many links a host has, the text stays what reading accepts: the counters that do not fit are left out.
+    func testTheTextOfManyLinksStaysReadable() throws {
+        let start = LocalDate(year: 2026, month: 11, day: 26)
+        var ledgers: [String: BudgetLedger] = [:]
+        for budget in 0..<64 {
+            var counters: [String: LinkCounter] = [:]
+            for link in 0..<(budget == 0 ? 5000 : 200) { counters["veth\(String(repeating: "x", count: 6))\(link)"] = LinkCounter(index: Int32(link), bytes: .max) }
+            ledgers["veth\(budget)* month 28"] = BudgetLedger(periodStart: start, usedBytes: .max, bootID: String(repeating: "b", count: 36), counters: counters)
+        }
+        let text = BudgetLedgerFile.text(ledgers)
+        XCTAssertLessThanOrEqual(text.utf8.count, BudgetLedgerFile.maximumBytes)
+        let read = try BudgetLedgerFile.ledgers(in: Array(text.utf8)).get()
+        XCTAssertEqual(read.count, 64, "every budget's count is kept")
+        XCTAssertEqual(read["veth0* month 28"]?.usedBytes, .max)
+        XCTAssertLessThanOrEqual(read["veth0* month 28"]?.counters.count ?? .max, 1024)
+        XCTAssertGreaterThan(read.values.reduce(0) { $0 + $1.counters.count }, 1000, "as many counters as fit")
+    }
 }
+
