@@ -65,7 +65,7 @@ final class BudgetMonitor: Service, Sendable {
     var current: [String: BudgetStatus] { state.withLock { $0.current } }
 
     func run() async {
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 self.sample()
                 try? await Task.sleep(for: .seconds(Self.sampleSeconds))

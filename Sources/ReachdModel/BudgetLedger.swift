@@ -36,8 +36,12 @@ public struct BudgetLedger: Hashable, Sendable {
     public var usedBytes: UInt64 = 0
     /// The boot the counters were read in (`/proc/sys/kernel/random/boot_id`).
     public var bootID: String?
-    /// The last reading of each link counted, by name (only the links of the last reading).
+    /// The last reading of each link counted, by name (links missing from a reading keep theirs, up to
+    /// `maximumCounters` in all).
     public var counters: [String: LinkCounter] = [:]
+
+    /// Last readings kept of links missing from the latest reading, beyond those in it.
+    public static let maximumCounters = 1024
 
     public init(periodStart: LocalDate? = nil, usedBytes: UInt64 = 0, bootID: String? = nil, counters: [String: LinkCounter] = [:]) {
         self.periodStart = periodStart
@@ -68,6 +72,11 @@ public struct BudgetLedger: Hashable, Sendable {
             let (sum, overflow) = usedBytes.addingReportingOverflow(delta)
             usedBytes = overflow ? .max : sum
             next[reading.interface] = LinkCounter(index: reading.index, bytes: reading.bytes)
+        }
+        // A link missing from this reading (gone, or its counters could not be read this time) keeps its last
+        // reading: back with the same index it counts the difference, not its whole counter again.
+        for (interface, counter) in counters where next[interface] == nil && next.count < Self.maximumCounters {
+            next[interface] = counter
         }
         counters = next
     }

@@ -54,10 +54,11 @@ final class BudgetLedgerTests: XCTestCase {
             ([reading(1500)], "b1", at, 1500),           // nothing moved
             ([reading(300)], "b1", at, 1800),            // below the last: reset, counted from zero, never negative
             ([reading(2000, index: 9)], "b1", at, 3800), // another index: re-created, its whole counter even above the last
-            ([], "b1", at, 3800),                         // the link is gone: nothing counted, nothing lost
-            ([reading(100, index: 9)], "b1", at, 3900),  // back (not seen in the last reading): from zero
-            ([reading(150, index: 9)], "b2", at, 4050),  // another boot: counters forgotten, the whole reading
-            ([reading(160, index: 9), reading(40, index: 3, "wwan1")], "b2", at, 4100),
+            ([], "b1", at, 3800),                         // not read this time: nothing counted, nothing lost
+            ([reading(2100, index: 9)], "b1", at, 3900), // read again with the same index: the difference only
+            ([reading(100, index: 9)], "b1", at, 4000),  // below the last: from zero
+            ([reading(150, index: 9)], "b2", at, 4150),  // another boot: counters forgotten, the whole reading
+            ([reading(160, index: 9), reading(40, index: 3, "wwan1")], "b2", at, 4200),
         ], period: monthly.period)
     }
 
