@@ -43,20 +43,23 @@ final class BudgetIntegrationTests: XCTestCase {
         try lab.inHost("\(python) \(path)")
     }
 
-    private func startDaemon(arguments: [String] = [], environment: [String: String] = [:]) throws {
+    private func startDaemon(arguments: [String] = [], environment: [String: String] = [:], more config: String = "") throws {
         // The real /sys of the lab's namespace (`ip netns exec` mounts it), for the real counters; the last --sysfs-root wins.
         try lab.startDaemon(config: """
             [[budget]]
             interface = "wwan*"
             limit = 200000
             period = "day"
+            \(config)
             """, arguments: ["--sysfs-root", "/sys", "--state-directory", lab.directory + "/state"] + arguments, environment: environment)
     }
 
     func testRealTrafficCrossesApproachingThenOverAndRestartsAndNewLinksKeepTheCount() throws {
         try FileManager.default.createDirectory(atPath: lab.directory + "/state", withIntermediateDirectories: true)
         try addUplink()
-        try startDaemon()
+        // Metrics on the lab namespace's loopback: the port is the namespace's own.
+        let metrics = "[metrics]\nlisten = \"127.0.0.1:19466\""
+        try startDaemon(more: metrics)
         let first = try lab.subscribe()
         let start = try first.waitFor("the budget in the verdict") { $0.reachable && $0.budget != nil }.verdict.budget!
         XCTAssertEqual(start.state, .below)
@@ -73,7 +76,7 @@ final class BudgetIntegrationTests: XCTestCase {
         XCTAssertEqual(lab.stopDaemon(), 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: lab.directory + "/state/budgets"), "saved at shutdown")
         try recreateUplink()
-        try startDaemon()
+        try startDaemon(more: metrics)
         let second = try lab.subscribe()
         let restarted = try second.waitFor("the budget after the restart") { $0.reachable && $0.budget != nil }.verdict.budget!
         XCTAssertEqual(restarted.state, .approaching, "the count survived the restart: \(restarted)")
@@ -97,6 +100,10 @@ final class BudgetIntegrationTests: XCTestCase {
 
         let status = try lab.reachctl(["status"])
         XCTAssertTrue(status.out.contains("of 200.0 kB used today (over)"), status.out)
+        let scrape = try lab.run("ip netns exec \(lab.host) curl -s --max-time 10 http://127.0.0.1:19466/metrics")
+        XCTAssertTrue(scrape.contains("reachd_budget_limit_bytes{interface=\"wwan0\"} 200000.0"), scrape)
+        let used = scrape.split(separator: "\n").first { $0.hasPrefix("reachd_budget_used_bytes{interface=\"wwan0\"} ") }
+        XCTAssertGreaterThanOrEqual(used.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0, Double(over.usedBytes), scrape)
         let waiting = try lab.reachctl(["wait", "--within-budget", "--timeout", "1"])
         XCTAssertEqual(waiting.status, 1, "over the budget: wait times out; \(waiting)")
     }
