@@ -50,6 +50,8 @@ public struct Configuration: Hashable, Sendable {
     public var meteredSources: MeteredSources = .all
     /// `[captive_portal] api`: ask the captive-portal API a network announces (RFC 8908).
     public var captivePortalAPI = true
+    /// `[[budget]]`: data budgets, first match wins (docs/configuration.md).
+    public var budgets: [DataBudget] = []
 
     /// The classifier these rules configure.
     public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules, meteredSources: meteredSources) }
@@ -66,7 +68,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections", "metered", "captive_portal"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections", "metered", "captive_portal", "budget"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore", "constrained"]
@@ -185,6 +187,7 @@ extension Configuration {
         try readConnections(table["connections"])
         try readMetered(table["metered"])
         try readCaptivePortal(table["captive_portal"])
+        try readBudgets(table["budget"])
         if let value = table["connectivity"] {
             guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }
             connectivityCheck = try Self.connectivity(from: section)

@@ -19,6 +19,11 @@ extension BusMessage {
             ("ReasonCode", .string(verdict.reasonCode?.rawValue ?? "")),
             ("Addresses", .strings((verdict.addresses ?? []).map(\.description))),
             ("Sequence", .uint64(stamped.sequence)),
+            // The data budget of the host's link (issue 33), as the properties have it.
+            ("BudgetState", .string(verdict.budget?.state.rawValue ?? "")),
+            ("BudgetUsedBytes", .int64(verdict.budget.map { Int64(clamping: $0.usedBytes) } ?? -1)),
+            ("BudgetLimitBytes", .int64(verdict.budget.map { Int64(clamping: $0.limitBytes) } ?? -1)),
+            ("BudgetPeriod", .string(verdict.budget?.period ?? "")),
         ]
     }
 }

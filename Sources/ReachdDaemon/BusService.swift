@@ -120,6 +120,11 @@ public final class BusService: @unchecked Sendable {
             "CaptivePortalURL": .string(verdict.captivePortal?.status?.userPortalURL ?? ""),
             "CaptivePortalSecondsRemaining": .int64(Self.count(verdict.captivePortal?.status?.secondsRemaining)),
             "CaptivePortalBytesRemaining": .int64(Self.count(verdict.captivePortal?.status?.bytesRemaining)),
+            // The data budget of the path's link (issue 33).
+            "BudgetState": .string(verdict.budget?.state.rawValue ?? ""),
+            "BudgetUsedBytes": .int64(Self.count(verdict.budget?.usedBytes)),
+            "BudgetLimitBytes": .int64(Self.count(verdict.budget?.limitBytes)),
+            "BudgetPeriod": .string(verdict.budget?.period ?? ""),
         ]
     }
 

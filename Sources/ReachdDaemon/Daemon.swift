@@ -23,6 +23,8 @@ public struct DaemonOptions: Sendable {
     public var networkManager: Bus
     /// The bus where reachd serves its read-only face of NetworkManager (none: not at all; docs/networkmanager-face.md).
     public var networkManagerFace: Bus
+    /// Where reachd keeps what must survive a restart (the data budgets' counts).
+    public var stateDirectory = "/var/lib/reachd"
 
     public init(socketPath: String?, configuration: Configuration = Configuration(),
                 watcher: NetworkView.Options = .init(), limits: SocketServer.Limits = .init(), bus: Bus = .system,
@@ -71,6 +73,15 @@ public enum Daemon {
         let hub = network.hub, hosts = network.hosts
         try network.start()
         services.add(started: network)
+        // Data budgets (issue 33), counted only when configured; the first count is in the verdicts before the socket opens.
+        let budgets = options.configuration.budgets.isEmpty ? nil : BudgetMonitor(
+            budgets: options.configuration.budgets, stateDirectory: options.stateDirectory, view: network,
+            sysfsRoot: options.watcher.sysfsRoot, logger: logger
+        )
+        if let budgets {
+            budgets.sample()
+            services.add(budgets)
+        }
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         // One count of each user's waiting host requests, over the socket and D-Bus together.
         let ledger = HostRequestLedger()
@@ -80,7 +91,8 @@ public enum Daemon {
         ))
         if let metrics, let address = options.configuration.metricsListen {
             services.add(started: try await MetricsEndpoint.start(on: address, logger: logger) {
-                metrics.render(resynchronisations: network.resynchronisations, watchedHosts: hosts.watchedCount)
+                metrics.budgets(budgets?.current ?? [:])
+                return metrics.render(resynchronisations: network.resynchronisations, watchedHosts: hosts.watchedCount)
             })
         }
         _ = hub.addObserver { Systemd.status($0.verdict.systemdStatus) }

@@ -29,6 +29,8 @@ public final class DaemonMetrics: Sendable {
         var flaps = LinkFlaps()
         var countedResyncs = 0
         var lastChange: Timestamp?
+        /// The data budgets' gauges, by interface: used and limit.
+        var budgetGauges: [String: (used: Gauge, limit: Gauge)] = [:]
     }
 
     package init() {
@@ -99,6 +101,33 @@ public final class DaemonMetrics: Sendable {
     }
 
     package func hostsRejudged(in duration: Duration) { rejudge.record(duration) }
+
+    /// The data budgets' standings, by interface, read at each scrape; a link that lost its budget loses its gauges.
+    package func budgets(_ statuses: [String: BudgetStatus]) {
+        let gone = state.withLock { state -> [(used: Gauge, limit: Gauge)] in
+            var gone: [(used: Gauge, limit: Gauge)] = []
+            for (interface, gauges) in state.budgetGauges where statuses[interface] == nil {
+                gone.append(gauges)
+                state.budgetGauges[interface] = nil
+            }
+            for (interface, status) in statuses {
+                let gauges = state.budgetGauges[interface] ?? (
+                    used: registry.gauge("reachd_budget_used_bytes", help: "Bytes the interface's data budget counted in its period.",
+                                         labels: [("interface", interface)]),
+                    limit: registry.gauge("reachd_budget_limit_bytes", help: "The byte limit of the interface's data budget.",
+                                          labels: [("interface", interface)])
+                )
+                gauges.used.set(Double(status.usedBytes))
+                gauges.limit.set(Double(status.limitBytes))
+                state.budgetGauges[interface] = gauges
+            }
+            return gone
+        }
+        for gauges in gone {
+            registry.unregisterGauge(gauges.used)
+            registry.unregisterGauge(gauges.limit)
+        }
+    }
 
     /// The exposition, with the counts read now.
     package func render(resynchronisations: Int, watchedHosts watched: Int) -> [UInt8] {

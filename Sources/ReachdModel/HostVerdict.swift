@@ -96,6 +96,7 @@ public struct HostVerdict: Sendable {
             meteredState: overall.meteredState, meteredSource: overall.meteredSource
         )
         verdict.captivePortal = overall.reachable ? overall.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
+        verdict.budget = overall.reachable ? overall.interface.flatMap { snapshot.budgets[$0] } : nil
         return verdict
     }
 

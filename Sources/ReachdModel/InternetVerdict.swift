@@ -44,6 +44,7 @@ public struct InternetVerdict: Sendable {
             meteredSource: family.meteredSource
         )
         verdict.captivePortal = family.reachable ? family.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
+        verdict.budget = family.reachable ? family.interface.flatMap { snapshot.budgets[$0] } : nil
         return verdict
     }
 

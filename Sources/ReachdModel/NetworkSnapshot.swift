@@ -223,6 +223,8 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var networkd: [Int32: NetworkdLinkFacts] = [:]
     /// The last answer of each announced captive-portal API (by its URL), where reachd asks them.
     public var portalStatus: [String: CaptivePortalStatus] = [:]
+    /// The data budget of each link that has one (by name), where reachd counts budgets.
+    public var budgets: [String: BudgetStatus] = [:]
 
     public init(
         links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], defaultRoutes: [Route] = [],

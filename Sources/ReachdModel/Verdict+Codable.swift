@@ -62,7 +62,7 @@ extension FamilyVerdict: Decodable {
 extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
         case target, reachable, status, metered, meteredReason, meteredState, meteredSource, interface, flags, reason, reasonCode, family,
-            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal
+            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal, budget
     }
 
     public init(from decoder: any Decoder) throws {
@@ -86,6 +86,24 @@ extension Verdict: Decodable {
         )
         connectivity = try c.decodeIfPresent(Connectivity.self, forKey: .connectivity) ?? .unknown
         captivePortal = try c.decodeIfPresent(CaptivePortal.self, forKey: .captivePortal)
+        budget = try c.decodeIfPresent(BudgetStatus.self, forKey: .budget)
+    }
+}
+
+extension BudgetStatus: Decodable {
+    private enum CodingKeys: String, CodingKey {
+        case state, usedBytes, limitBytes, period, resetsAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            state: try c.decode(BudgetState.self, forKey: .state),
+            usedBytes: try c.decode(UInt64.self, forKey: .usedBytes),
+            limitBytes: try c.decode(UInt64.self, forKey: .limitBytes),
+            period: try c.decode(String.self, forKey: .period),
+            resetsAt: try c.decode(Timestamp.self, forKey: .resetsAt)
+        )
     }
 }
 

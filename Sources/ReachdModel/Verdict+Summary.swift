@@ -13,7 +13,8 @@ extension ReachabilityStatus {
 
 extension Verdict {
     /// One line for people: `reachable via WiFi (wlan0), unmetered` or `not reachable: no IPv4 default route`;
-    /// a captive portal that holds the client is named: `..., behind a captive portal (https://portal/login)`.
+    /// a captive portal that holds the client is named: `..., behind a captive portal (https://portal/login)`;
+    /// a data budget is counted: `..., 4.6 of 5.0 GB used this month (approaching)`.
     public var summary: String {
         guard reachable else { return "not reachable: \(reason ?? "unknown reason")" }
         let link = interface.map { " (\($0))" } ?? ""
@@ -22,6 +23,24 @@ extension Verdict {
         if let captivePortal, captivePortal.captive == true {
             portal = ", behind a captive portal (\(captivePortal.status?.userPortalURL ?? captivePortal.apiURL))"
         }
-        return "reachable via \(status.displayName)\(link), \(cost)\(portal)"
+        let budget = self.budget.map { ", \($0.summary)" } ?? ""
+        return "reachable via \(status.displayName)\(link), \(cost)\(portal)\(budget)"
+    }
+}
+
+extension BudgetStatus {
+    /// `4.6 of 5.0 GB used this month (approaching)`: decimal units chosen by the limit, tenths rounded down.
+    public var summary: String {
+        let units: [(UInt64, String)] = [(1_000_000_000_000, "TB"), (1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")]
+        let when = switch period {
+        case "day": "today"
+        case "week": "this week"
+        default: "this month"
+        }
+        guard let (unit, name) = units.first(where: { limitBytes >= $0.0 }) else {
+            return "\(usedBytes) of \(limitBytes) B used \(when) (\(state.rawValue))"
+        }
+        func tenths(_ bytes: UInt64) -> String { "\(bytes / unit).\(bytes % unit / (unit / 10))" }
+        return "\(tenths(usedBytes)) of \(tenths(limitBytes)) \(name) used \(when) (\(state.rawValue))"
     }
 }

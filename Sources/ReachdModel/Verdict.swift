@@ -94,6 +94,8 @@ public struct Verdict: Hashable, Sendable {
     public var connectivity: Connectivity = .unknown
     /// The captive portal the network announced on the path's link (RFC 8910), with its API's answer.
     public var captivePortal: CaptivePortal?
+    /// The data budget of the path's link (`[[budget]]`), when it has one; nil when not reachable.
+    public var budget: BudgetStatus?
 
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,

@@ -40,18 +40,20 @@ public struct VerdictTracker: Sendable {
 
 extension Verdict {
     /// True when `self` and `other` differ, and only in the values of the captive-portal API's
-    /// `seconds-remaining` and `bytes-remaining`: the counters of the same portal's session, which tick while
-    /// nothing else changes. Such a difference is an update of the portal, not a change of the network. A
-    /// counter that appears or disappears is a change (reachd-transfers treats an allowance like a metered link).
+    /// `seconds-remaining` and `bytes-remaining` (the counters of the same portal's session, which tick while
+    /// nothing else changes) and in the bytes used of the link's data budget (its state, limit and period the
+    /// same). Such a difference is an update of the counters, not a change of the network. A counter that
+    /// appears or disappears is a change (reachd-transfers treats an allowance like a metered link).
     public func differsOnlyInPortalCounters(from other: Verdict) -> Bool {
-        self != other && withoutPortalCounters == other.withoutPortalCounters
+        self != other && withoutCounters == other.withoutCounters
     }
 
-    private var withoutPortalCounters: Verdict {
-        guard var status = captivePortal?.status else { return self }
+    private var withoutCounters: Verdict {
+        var copy = self
+        copy.budget = budget?.withoutCount
+        guard var status = captivePortal?.status else { return copy }
         status.secondsRemaining = status.secondsRemaining.map { _ in 0 }
         status.bytesRemaining = status.bytesRemaining.map { _ in 0 }
-        var copy = self
         copy.captivePortal?.status = status
         return copy
     }

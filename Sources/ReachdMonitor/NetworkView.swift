@@ -74,6 +74,11 @@ public final class NetworkView: StartedComponent {
         merger.update(portalStatus: portalStatus, round: round)
     }
 
+    /// Takes the data budgets' standings (by interface) into the verdicts.
+    package func update(budgets: [String: BudgetStatus]) {
+        merger.update(budgets: budgets)
+    }
+
     /// Resynchronisations of the netlink caches so far.
     package var resynchronisations: Int { watcher.resynchronisationCount }
 

@@ -9,6 +9,7 @@ package final class SnapshotMerger: Sendable {
         var manager: [String: ManagerMetered] = [:]
         var networkd: [Int32: NetworkdLinkFacts] = [:]
         var portals = CaptivePortalAnswers()
+        var budgets: [String: BudgetStatus] = [:]
     }
 
     private let state = Mutex(State())
@@ -51,11 +52,20 @@ package final class SnapshotMerger: Sendable {
         }
     }
 
+    /// The data budgets' standings, by interface (reachd's `BudgetMonitor`).
+    package func update(budgets: [String: BudgetStatus]) {
+        state.withLock { state in
+            state.budgets = budgets
+            emit(state)
+        }
+    }
+
     private func emit(_ state: State) {
         guard var snapshot = state.netlink else { return }
         snapshot.managerMetered = state.manager
         snapshot.networkd = keepsCaptivePortals ? state.networkd : state.networkd.mapValues { NetworkdLinkFacts(androidMetered: $0.androidMetered) }
         snapshot.portalStatus = state.portals.byURL
+        snapshot.budgets = state.budgets
         publish(snapshot)
     }
 }

@@ -22,6 +22,25 @@ public struct SysfsReader: Sendable {
         )
     }
 
+    /// The link's kernel counters, received plus sent bytes (`statistics/rx_bytes` + `tx_bytes`); nil when
+    /// either cannot be read or is not a number.
+    public func byteCount(for interface: String) -> UInt64? {
+        guard !interface.contains("/"), interface != ".", interface != "..", !interface.isEmpty else { return nil }
+        let directory = "\(root)/class/net/\(interface)/statistics"
+        guard let received = Self.counter(SmallFile.bytes(at: "\(directory)/rx_bytes", limit: 64)),
+              let sent = Self.counter(SmallFile.bytes(at: "\(directory)/tx_bytes", limit: 64)) else { return nil }
+        let (sum, overflow) = received.addingReportingOverflow(sent)
+        return overflow ? .max : sum
+    }
+
+    /// A decimal counter as sysfs writes it (digits, a line feed); nil for anything else.
+    static func counter(_ bytes: [UInt8]?) -> UInt64? {
+        guard var bytes, bytes.count < 64 else { return nil }
+        if bytes.last == 0x0A { bytes.removeLast() }
+        guard !bytes.isEmpty, bytes.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        return UInt64(String(decoding: bytes, as: UTF8.self))
+    }
+
     /// The last component of a symbolic link's target (`.../drivers/ipheth` → `ipheth`); nil when absent.
     static func linkName(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 256)

@@ -46,6 +46,7 @@ enum ReplyWriter {
         if let addresses = v.addresses {
             key("addresses", &out); array(addresses, &out) { string($0.description, &$1) }; comma(&out)
         }
+        if let budget = v.budget { key("budget", &out); write(budget, &out); comma(&out) }
         key("captivePortal", &out); optional(v.captivePortal, &out, write); comma(&out)
         key("classicStatus", &out); string(v.classicStatus.rawValue, &out); comma(&out)
         if v.addresses == nil { key("connectivity", &out); string(v.connectivity.rawValue, &out); comma(&out) }
@@ -103,6 +104,21 @@ enum ReplyWriter {
         key("secondsRemaining", &out); optional(status?.secondsRemaining, &out) { number($0, &$1) }; comma(&out)
         key("userPortalURL", &out); optional(status?.userPortalURL, &out); comma(&out)
         key("venueInfoURL", &out); optional(status?.venueInfoURL, &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A data budget's standing: state, bytes used and the limit, the period and when it starts again.
+    static func write(_ budget: BudgetStatus, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        key("limitBytes", &out); number(budget.limitBytes, &out); comma(&out)
+        key("period", &out); string(budget.period, &out); comma(&out)
+        key("resetsAt", &out)
+        out.append(UInt8(ascii: "\""))
+        budget.resetsAt.append(to: &out)
+        out.append(UInt8(ascii: "\""))
+        comma(&out)
+        key("state", &out); string(budget.state.rawValue, &out); comma(&out)
+        key("usedBytes", &out); number(budget.usedBytes, &out)
         out.append(UInt8(ascii: "}"))
     }
 

@@ -35,7 +35,27 @@ enum BusStatus {
         verdict.connectivity = Connectivity(rawValue: try string(bus, "Connectivity")) ?? .unknown
         verdict.meteredState = MeteredState(rawValue: try string(bus, "MeteredState")) ?? verdict.meteredState
         verdict.meteredSource = MeteredSource(rawValue: try string(bus, "MeteredSource"))
+        verdict.budget = budget(on: bus)
         return verdict
+    }
+
+    /// The data budget's properties; nil without a budget, or from a reachd too old to have them. The reset
+    /// time is not on the bus.
+    private static func budget(on bus: OpaquePointer) -> BudgetStatus? {
+        guard let state = (try? string(bus, "BudgetState")).flatMap(BudgetState.init(rawValue:)),
+              let used = try? count(bus, "BudgetUsedBytes"), let limit = try? count(bus, "BudgetLimitBytes"),
+              let period = try? string(bus, "BudgetPeriod") else { return nil }
+        return BudgetStatus(state: state, usedBytes: UInt64(clamping: used), limitBytes: UInt64(clamping: limit), period: period,
+                            resetsAt: Timestamp(microseconds: 0))
+    }
+
+    private static func count(_ bus: OpaquePointer, _ property: String) throws(BusReadError) -> Int64 {
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var value: Int64 = 0
+        let rc = sd_bus_get_property_trivial(bus, name, path, name, property, &error, CChar(UInt8(ascii: "x")), &value)
+        guard rc >= 0 else { throw BusReadError(property, error, rc) }
+        return value
     }
 
     private static func bool(_ bus: OpaquePointer, _ property: String) throws(BusReadError) -> Bool {

@@ -181,7 +181,7 @@ extension Reachctl {
 
     struct Wait: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Wait until the network is reachable (and unmetered with --unmetered).",
+            abstract: "Wait until the network is reachable (and unmetered with --unmetered, within its data budget with --within-budget).",
             discussion: "Exit 0 as soon as the condition holds, 1 on timeout, 2 on errors. Usable as ExecCondition= in systemd units.\n\n"
                 + examples(
                     "reachctl wait --timeout 60",
@@ -195,6 +195,7 @@ extension Reachctl {
         @OptionGroup(visibility: .private) var unusedOutput: OutputOptions
         @Option(help: "Wait for the route to this host instead of the default route.") var host: String?
         @Flag(help: "Also require an unmetered link.") var unmetered = false
+        @Flag(help: "Also require that the path's data budget ([[budget]] in reachd.toml) is not over.") var withinBudget = false
         @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
 
         func validate() throws {
@@ -222,7 +223,7 @@ extension Reachctl {
         }
 
         private func satisfies(_ verdict: Verdict) -> Bool {
-            verdict.reachable && !(unmetered && verdict.metered)
+            verdict.reachable && !(unmetered && verdict.metered) && !(withinBudget && verdict.budget?.state == .over)
         }
 
         private func timedOut(_ last: StampedVerdict) -> Never {

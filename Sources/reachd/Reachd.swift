@@ -67,6 +67,9 @@ struct Reachd: AsyncParsableCommand {
 
     @Option(help: "Bus where reachd serves a read-only face of NetworkManager's D-Bus API from its verdicts, for hosts without NetworkManager (docs/networkmanager-face.md). Off by default.")
     var networkmanagerFace: Bus = .none
+    @Option(help: "Directory for what must survive a restart (the data budgets' counts). Default: $STATE_DIRECTORY (systemd's StateDirectory=), else /var/lib/reachd.",
+            completion: .directory)
+    var stateDirectory: String?
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -85,18 +88,18 @@ struct Reachd: AsyncParsableCommand {
         let path = socket ?? SocketPath.defaultPath(uid: getuid(), environment: environment)
         guard let configuration = DaemonStartup.configuration(at: config, logger: logger) else { throw ExitCode(2) }
         do {
-            try await Daemon.run(
-                options: DaemonOptions(
-                    socketPath: path,
-                    configuration: configuration,
-                    watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer, networkdRoot: networkdRoot),
-                    limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
-                    bus: bus,
-                    networkManager: networkmanager,
-                    networkManagerFace: networkmanagerFace
-                ),
-                logger: logger
+            var options = DaemonOptions(
+                socketPath: path,
+                configuration: configuration,
+                watcher: .init(sysfsRoot: sysfsRoot, receiveBufferSize: netlinkReceiveBuffer, networkdRoot: networkdRoot),
+                limits: .init(clientQueueBytes: clientQueueLimit, connections: configuration.socketLimits),
+                bus: bus,
+                networkManager: networkmanager,
+                networkManagerFace: networkmanagerFace
             )
+            options.stateDirectory = stateDirectory
+                ?? getenv("STATE_DIRECTORY").flatMap { String(cString: $0).split(separator: ":").first.map(String.init) } ?? "/var/lib/reachd"
+            try await Daemon.run(options: options, logger: logger)
         } catch {
             logger.critical("\(error)")
             throw ExitCode(1)

@@ -213,5 +213,6 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.interfaceRules.last, InterfaceRule(match: "sat0", constrained: true))
         XCTAssertEqual(config.unmeteredDestinations.count, 2)
         XCTAssertNotNil(config.connectivityCheck)
+        XCTAssertEqual(config.budgets, [DataBudget(match: "wwan*", limitBytes: 5_000_000_000, period: .month(startDay: 1))])
     }
 }

@@ -91,4 +91,22 @@ final class DaemonMetricsTests: XCTestCase {
         registry.remove(a)
         XCTAssertEqual(metrics.subscribers.load(ordering: .relaxed), 1)
     }
+
+    func testBudgetsPerInterfaceAndAGoneBudgetLosesItsSeries() {
+        let metrics = DaemonMetrics()
+        let resets = Timestamp(rfc3339: "2026-12-01T00:00:00Z")!
+        metrics.budgets([
+            "wwan0": BudgetStatus(state: .approaching, usedBytes: 4_600_000_000, limitBytes: 5_000_000_000, period: "month", resetsAt: resets),
+            "usb0": BudgetStatus(state: .below, usedBytes: 10, limitBytes: 200_000, period: "day", resetsAt: resets),
+        ])
+        var lines = text(metrics)
+        XCTAssertTrue(lines.contains("reachd_budget_used_bytes{interface=\"wwan0\"} 4600000000.0"), "\(lines)")
+        XCTAssertTrue(lines.contains("reachd_budget_limit_bytes{interface=\"wwan0\"} 5000000000.0"), "\(lines)")
+        XCTAssertTrue(lines.contains("reachd_budget_used_bytes{interface=\"usb0\"} 10.0"), "\(lines)")
+        metrics.budgets(["wwan0": BudgetStatus(state: .over, usedBytes: 5_000_000_000, limitBytes: 5_000_000_000, period: "month", resetsAt: resets)])
+        lines = text(metrics)
+        XCTAssertTrue(lines.contains("reachd_budget_used_bytes{interface=\"wwan0\"} 5000000000.0"), "\(lines)")
+        XCTAssertFalse(lines.contains { $0.contains("usb0") }, "\(lines)")
+    }
 }
+

@@ -74,4 +74,27 @@ final class SysfsReaderTests: XCTestCase {
         XCTAssertEqual(judged("enx7").meteredState, .guessNo)
         XCTAssertFalse(judged("eth0").metered)
     }
+
+    /// The byte counters of a link from its statistics files; anything but a decimal counter is no count.
+    func testReadsTheByteCounters() throws {
+        let reader = SysfsReader(root: root)
+        // (rx_bytes, tx_bytes, count)
+        let table: [(String?, String?, UInt64?)] = [
+            ("1000\n", "234\n", 1234), ("0\n", "0\n", 0), ("18446744073709551615\n", "5\n", .max),
+            (nil, "5\n", nil), ("12a\n", "5\n", nil), ("-1\n", "5\n", nil), ("\n", "5\n", nil),
+            (String(repeating: "9", count: 100), "5\n", nil), ("18446744073709551616\n", "0\n", nil),
+        ]
+        let statistics = "\(root)/class/net/eth0/statistics"
+        try FileManager.default.createDirectory(atPath: statistics, withIntermediateDirectories: true)
+        for (received, sent, count) in table {
+            for (name, text) in [("rx_bytes", received), ("tx_bytes", sent)] {
+                unlink("\(statistics)/\(name)")
+                try text?.write(toFile: "\(statistics)/\(name)", atomically: true, encoding: .utf8)
+            }
+            XCTAssertEqual(reader.byteCount(for: "eth0"), count, "\(received ?? "-") \(sent ?? "-")")
+        }
+        XCTAssertNil(reader.byteCount(for: "../eth0"))
+        XCTAssertNil(reader.byteCount(for: "wlp1"), "no statistics")
+    }
 }
+

@@ -82,4 +82,19 @@ final class ReplyWriterTests: XCTestCase {
             XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .subscribed(id: .number(1), verdicts: [verdict]))
         }
     }
+
+    /// The budget of the path's link is written with the verdict, read back, and absent where the link has none.
+    func testBudgetRoundTrips() throws {
+        let link = LinkInfo(index: 2, name: "wwan0", flags: [.up, .running, .lowerUp], carrier: true)
+        var snapshot = NetworkSnapshot(links: [link], addresses: [InterfaceAddress(interfaceIndex: 2, address: IPAddress("203.0.113.12")!, prefixLength: 24)],
+                                       defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("203.0.113.1"))])])
+        XCTAssertFalse(StampedVerdict(verdict: InternetVerdict().verdict(for: snapshot), sequence: 1, timestamp: Timestamp(microseconds: 0)).json.contains("budget"))
+        snapshot.budgets["wwan0"] = BudgetStatus(state: .approaching, usedBytes: 4_600_000_000, limitBytes: 5_000_000_000, period: "month",
+                                                 resetsAt: Timestamp(rfc3339: "2026-11-30T23:00:00Z")!)
+        let stamped = StampedVerdict(verdict: InternetVerdict().verdict(for: snapshot), sequence: 2, timestamp: Timestamp(microseconds: 0))
+        XCTAssertTrue(stamped.json.contains(#""budget":{"limitBytes":5000000000,"period":"month","resetsAt":"2026-11-30T23:00:00.000000Z","#
+            + #""state":"approaching","usedBytes":4600000000},"captivePortal":null"#), stamped.json)
+        let line = Reply.event(verdict: stamped).encodedLine()
+        XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+    }
 }

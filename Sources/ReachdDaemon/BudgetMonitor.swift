@@ -1,0 +1,142 @@
+import Logging
+import ReachdModel
+import ReachdMonitor
+import ReachdNetlink
+import ReachdServiceKit
+import ServiceLifecycle
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Counts the `[[budget]]` data budgets (issue 33): every `sampleSeconds` it reads the kernel's byte counters
+/// of the links a budget covers from sysfs, counts them in its `BudgetBook` (pure) and hands the standings to
+/// the verdicts when `BudgetRefreshRule` says so (a state change at once, the count alone at most every 10 s).
+/// The ledgers are kept in `STATE_DIRECTORY/budgets`, read at start and written (temporary file, then rename)
+/// every `saveSeconds` and at shutdown: a restart loses at most that long of counting.
+///
+/// It runs only when budgets are configured; then the daemon wakes every `sampleSeconds`.
+final class BudgetMonitor: Service, Sendable {
+    static let sampleSeconds = 2
+    static let saveSeconds: UInt64 = 30
+
+    private struct State {
+        var book: BudgetBook
+        var rule = BudgetRefreshRule()
+        var current: [String: BudgetStatus] = [:]
+        var savedText: String?
+        var savedAt: UInt64 = 0
+        var saveFailed = false
+    }
+
+    private let state: Mutex<State>
+    private let budgets: [DataBudget]
+    private let view: NetworkView
+    private let sysfs: SysfsReader
+    private let path: String
+    private let bootID: String
+    private let logger: Logger
+
+    /// Reads the saved ledgers from `directory/budgets`: a missing file is a first start, a file that cannot be
+    /// used a warning and a fresh count.
+    init(budgets: [DataBudget], stateDirectory directory: String, view: NetworkView, sysfsRoot: String, logger: Logger) {
+        let path = "\(directory)/budgets"
+        let boot = SmallFile.text(at: "/proc/sys/kernel/random/boot_id", limit: 64)?.split(separator: "\n").first.map(String.init)
+        var saved: [String: BudgetLedger] = [:]
+        if let bytes = SmallFile.bytes(at: path, limit: BudgetLedgerFile.maximumBytes + 1, flags: O_NOFOLLOW) {
+            switch BudgetLedgerFile.ledgers(in: bytes) {
+            case .success(let ledgers): saved = ledgers
+            case .failure(let reason):
+                logger.warning("ignoring the budget state file \(path): \(reason); the budgets count from zero")
+            }
+        } else if errno != ENOENT {
+            logger.warning("cannot read the budget state file \(path): \(String(cString: strerror(errno))); the budgets count from zero")
+        }
+        state = Mutex(State(book: BudgetBook(budgets: budgets, saved: saved)))
+        self.budgets = budgets
+        self.view = view
+        sysfs = SysfsReader(root: sysfsRoot)
+        self.path = path
+        bootID = boot.flatMap { $0.isEmpty || $0.count > 40 ? nil : $0 } ?? "unknown"
+        self.logger = logger
+    }
+
+    /// Each link's budget standing as last counted (for the metrics), by interface.
+    var current: [String: BudgetStatus] { state.withLock { $0.current } }
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                self.sample()
+                try? await Task.sleep(for: .seconds(Self.sampleSeconds))
+            }
+        }
+        sample()
+        save(force: true)
+    }
+
+    /// Reads the counters, counts them and publishes or saves what is due.
+    func sample() {
+        let links = view.hub.snapshot.links.values
+        var readings: [CounterReading] = []
+        for link in links where budgets.contains(where: { $0.matches(link.name) }) {
+            if let bytes = sysfs.byteCount(for: link.name) {
+                readings.append(CounterReading(interface: link.name, index: link.index, bytes: bytes))
+            }
+        }
+        let time = Timestamp.now(), now = MonotonicClock.nanoseconds(), calendar = SystemCalendar()
+        let publish = state.withLock { state -> [String: BudgetStatus]? in
+            state.book.record(readings, bootID: bootID, at: time, calendar: calendar)
+            state.current = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar)
+            return state.rule.shouldPublish(state.current, now: now) ? state.current : nil
+        }
+        if let publish { view.update(budgets: publish) }
+        save(force: false)
+    }
+
+    /// Writes the ledgers when `saveSeconds` passed since the last write (or `force`) and they changed.
+    private func save(force: Bool) {
+        let now = MonotonicClock.nanoseconds()
+        let text: String? = state.withLock { state in
+            guard force || now &- state.savedAt >= Self.saveSeconds * 1_000_000_000 else { return nil }
+            state.savedAt = now
+            let text = BudgetLedgerFile.text(state.book.ledgers)
+            return text == state.savedText ? nil : text
+        }
+        guard let text else { return }
+        let failure = Self.writeAtomically(text, to: path)
+        state.withLock { state in
+            if failure == nil { state.savedText = text }
+            // One warning while writing keeps failing, not one per attempt.
+            if let failure, !state.saveFailed { logger.warning("cannot save the budgets to \(path): \(failure); counting goes on in memory") }
+            state.saveFailed = failure != nil
+        }
+    }
+
+    /// Writes `text` to `path.tmp`, flushes it and renames it over `path`; the error, or nil.
+    static func writeAtomically(_ text: String, to path: String) -> String? {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return "\(temporary): \(String(cString: strerror(errno)))" }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                unlink(temporary)
+                return "\(temporary): \(reason)"
+            }
+            bytes = bytes.dropFirst(n)
+        }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            return "\(path): \(reason)"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,155 @@
+/// One reading of a link's kernel counters: received plus sent bytes since the link was created.
+public struct CounterReading: Hashable, Sendable {
+    public var interface: String
+    /// The link's index: a re-created link has a new one.
+    public var index: Int32
+    public var bytes: UInt64
+
+    public init(interface: String, index: Int32, bytes: UInt64) {
+        self.interface = interface
+        self.index = index
+        self.bytes = bytes
+    }
+}
+
+/// The last counter counted of one link.
+public struct LinkCounter: Hashable, Sendable {
+    public var index: Int32
+    public var bytes: UInt64
+
+    public init(index: Int32, bytes: UInt64) {
+        self.index = index
+        self.bytes = bytes
+    }
+}
+
+/// The bytes one budget counted in its current period, from successive counter readings. Pure: the time and
+/// the calendar are passed in.
+///
+/// A link's bytes count as the difference to its last reading. A link not seen before, one with another index
+/// (re-created), another boot, or a counter below the last reading (reset) counts its whole reading: the
+/// counter started from zero since. Nothing is ever subtracted. A new period (another first day for the
+/// time given) starts again from zero, keeping the links' last readings.
+public struct BudgetLedger: Hashable, Sendable {
+    /// The first day of the period counted; nil before the first reading.
+    public var periodStart: LocalDate?
+    public var usedBytes: UInt64 = 0
+    /// The boot the counters were read in (`/proc/sys/kernel/random/boot_id`).
+    public var bootID: String?
+    /// The last reading of each link counted, by name (links missing from a reading keep theirs, up to
+    /// `maximumCounters` in all).
+    public var counters: [String: LinkCounter] = [:]
+
+    /// Last readings kept of links missing from the latest reading, beyond those in it.
+    public static let maximumCounters = 1024
+
+    public init(periodStart: LocalDate? = nil, usedBytes: UInt64 = 0, bootID: String? = nil, counters: [String: LinkCounter] = [:]) {
+        self.periodStart = periodStart
+        self.usedBytes = usedBytes
+        self.bootID = bootID
+        self.counters = counters
+    }
+
+    /// Counts `readings` (the links this budget covers) taken at `time` in boot `bootID`.
+    public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, period: BudgetPeriod, calendar: any LocalCalendar) {
+        let start = period.start(containing: calendar.date(at: time))
+        if periodStart != start {
+            periodStart = start
+            usedBytes = 0
+        }
+        if self.bootID != bootID {
+            self.bootID = bootID
+            counters = [:]
+        }
+        var next: [String: LinkCounter] = [:]
+        for reading in readings {
+            let delta: UInt64
+            if let last = counters[reading.interface], last.index == reading.index, reading.bytes >= last.bytes {
+                delta = reading.bytes - last.bytes
+            } else {
+                delta = reading.bytes
+            }
+            let (sum, overflow) = usedBytes.addingReportingOverflow(delta)
+            usedBytes = overflow ? .max : sum
+            next[reading.interface] = LinkCounter(index: reading.index, bytes: reading.bytes)
+        }
+        // A link missing from this reading (gone, or its counters could not be read this time) keeps its last
+        // reading: back with the same index it counts the difference, not its whole counter again.
+        for (interface, counter) in counters where next[interface] == nil && next.count < Self.maximumCounters {
+            next[interface] = counter
+        }
+        counters = next
+    }
+
+    /// The budget's standing at `time`: zero used once a new period began, even before a reading in it.
+    public func status(of budget: DataBudget, at time: Timestamp, calendar: any LocalCalendar) -> BudgetStatus {
+        let start = budget.period.start(containing: calendar.date(at: time))
+        let used = start == periodStart ? usedBytes : 0
+        return BudgetStatus(
+            state: budget.state(used: used), usedBytes: used, limitBytes: budget.limitBytes, period: budget.period.name,
+            resetsAt: calendar.startOfDay(budget.period.nextStart(after: start))
+        )
+    }
+}
+
+/// Every configured budget with its ledger; a link counts for the first budget that matches its name.
+public struct BudgetBook: Hashable, Sendable {
+    public let budgets: [DataBudget]
+    /// By `DataBudget.key`.
+    public private(set) var ledgers: [String: BudgetLedger]
+
+    /// `saved`: the ledgers read back from the state file (those of budgets no longer configured are dropped).
+    public init(budgets: [DataBudget], saved: [String: BudgetLedger] = [:]) {
+        self.budgets = budgets
+        var ledgers: [String: BudgetLedger] = [:]
+        for budget in budgets { ledgers[budget.key] = saved[budget.key] ?? BudgetLedger() }
+        self.ledgers = ledgers
+    }
+
+    /// The budget that covers `interface`: the first that matches.
+    public func budget(for interface: String) -> DataBudget? { budgets.first { $0.matches(interface) } }
+
+    /// Counts the readings of every link (those no budget covers are skipped).
+    public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, calendar: any LocalCalendar) {
+        var covered: [String: [CounterReading]] = [:]
+        for reading in readings {
+            guard let budget = budget(for: reading.interface) else { continue }
+            covered[budget.key, default: []].append(reading)
+        }
+        for budget in budgets {
+            ledgers[budget.key]?.record(covered[budget.key] ?? [], bootID: bootID, at: time, period: budget.period, calendar: calendar)
+        }
+    }
+
+    /// The standing of the budget of each of `interfaces` that has one, by interface name.
+    public func statuses(of interfaces: some Sequence<String>, at time: Timestamp, calendar: any LocalCalendar) -> [String: BudgetStatus] {
+        var statuses: [String: BudgetStatus] = [:]
+        for interface in interfaces {
+            guard let budget = budget(for: interface), let ledger = ledgers[budget.key] else { continue }
+            statuses[interface] = ledger.status(of: budget, at: time, calendar: calendar)
+        }
+        return statuses
+    }
+}
+
+/// Decides when budget standings go into the verdicts: at once when a state, limit, period or reset time
+/// changes or a link gains or loses its budget; when only the used bytes moved, at most once per interval.
+public struct BudgetRefreshRule: Hashable, Sendable {
+    public let intervalNanoseconds: UInt64
+    public private(set) var published: [String: BudgetStatus]?
+    private var publishedAt: UInt64 = 0
+
+    public init(intervalNanoseconds: UInt64 = 10_000_000_000) { self.intervalNanoseconds = intervalNanoseconds }
+
+    /// Whether to publish `statuses` now (monotonic `now`); when true, they count as published.
+    public mutating func shouldPublish(_ statuses: [String: BudgetStatus], now: UInt64) -> Bool {
+        if let published {
+            if published == statuses { return false }
+            if published.mapValues(\.withoutCount) == statuses.mapValues(\.withoutCount),
+               now &- publishedAt < intervalNanoseconds { return false }
+        }
+        published = statuses
+        publishedAt = now
+        return true
+    }
+}
