@@ -79,12 +79,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
             logger.info("networkd: following DHCP leases and link state", metadata: ["directory": "\(root)"])
         }
         do {
-            try thread.start(
-                descriptors: { [inotify] in ([pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)], -1) },
-                ready: { [unowned self] outcome in
-                    if case .ready(let fds) = outcome, fds.first?.revents ?? 0 != 0 { drain() }
-                }
-            )
+            try thread.followInotify(inotify) { [unowned self] in drain() }
         } catch {
             throw NetworkdStateError(call: "pthread_create", code: error.code)
         }

@@ -79,12 +79,7 @@ final class ResolverConfigurationFile: @unchecked Sendable {
         arm()
         read()
         do {
-            try thread.start(
-                descriptors: { [inotify] in ([pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)], -1) },
-                ready: { [unowned self] outcome in
-                    if case .ready(let fds) = outcome, fds.first?.revents ?? 0 != 0 { drain() }
-                }
-            )
+            try thread.followInotify(inotify) { [unowned self] in drain() }
         } catch {
             throw FollowError(call: error.call, code: error.code)
         }

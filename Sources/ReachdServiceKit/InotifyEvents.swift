@@ -34,3 +34,16 @@ package enum InotifyEvents {
         }
     }
 }
+
+extension PollThread {
+    /// Starts the thread waiting on the inotify descriptor `fd` alone, with no time limit; `drain` runs on the
+    /// thread whenever it has events.
+    package func followInotify(_ fd: Int32, drain: @escaping () -> Void) throws(PollThreadError) {
+        try start(
+            descriptors: { ([pollfd(fd: fd, events: Int16(POLLIN), revents: 0)], -1) },
+            ready: { outcome in
+                if case .ready(let fds) = outcome, fds.first?.revents ?? 0 != 0 { drain() }
+            }
+        )
+    }
+}
