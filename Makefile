@@ -144,7 +144,7 @@ install: build
 	if [ -z "$(DESTDIR)" ] && command -v gio-querymodules >/dev/null; then gio-querymodules $(GIOMODULEDIR); fi
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/reachctl.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 man/reachd.toml.5 man/org.reachd.Reachability1.5 man/org.reachd.Transfers1.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/reachd.toml.5 man/org.reachd.Reachability1.5 man/org.reachd.Transfers1.5 man/org.reachd.NetworkManagerFace1.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/reachd.8 man/reachd-transfers.8 $(DESTDIR)$(MANDIR)/man8/
 	bin=$$($(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS) --show-bin-path) && \
 	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) && \

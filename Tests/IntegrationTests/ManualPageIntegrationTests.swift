@@ -9,7 +9,7 @@ final class ManualPageIntegrationTests: XCTestCase {
     static let pages = CommandLineIntegrationTests.packageRoot + "/man"
 
     func testEachPageRendersWithoutWarnings() throws {
-        for page in ["reachctl.1", "reachd.8", "reachd-transfers.8", "reachd.toml.5", "org.reachd.Reachability1.5", "org.reachd.Transfers1.5"] {
+        for page in ["reachctl.1", "reachd.8", "reachd-transfers.8", "reachd.toml.5", "org.reachd.Reachability1.5", "org.reachd.Transfers1.5", "org.reachd.NetworkManagerFace1.5"] {
             var environment = ProcessInfo.processInfo.environment
             environment["MANWIDTH"] = "80"
             let result = try CommandLineIntegrationTests.run("/usr/bin/man", ["--warnings", "-l", Self.pages + "/" + page], environment: environment)
@@ -44,14 +44,14 @@ final class ManualPageIntegrationTests: XCTestCase {
         }
     }
 
-    /// org.reachd.Reachability1(5) and org.reachd.Transfers1(5) list their interface's members as the interface file
+    /// org.reachd.Reachability1(5), org.reachd.Transfers1(5) and org.reachd.NetworkManagerFace1(5) list their interface's members as the interface file
     /// declares them (each property with its type, each method and signal with its arguments; none more) and describe
     /// each in an entry of its own (a `.TP` whose tag names it).
     func testEachInterfacePageListsAndDescribesEveryMemberOfItsInterface() throws {
-        for name in ["org.reachd.Reachability1", "org.reachd.Transfers1"] {
+        for name in ["org.reachd.Reachability1", "org.reachd.Transfers1", "org.reachd.NetworkManagerFace1"] {
             let interface = try InterfaceDescription(contentsOfFile: CommandLineIntegrationTests.packageRoot + "/dbus/\(name).xml")
             XCTAssertEqual(interface.interface, name)
-            XCTAssertGreaterThan(interface.members.count, 5, "the members of \(name).xml were read: \(interface.members)")
+            XCTAssertFalse(interface.members.isEmpty, "the members of \(name).xml were read: \(interface.members)")
             let lines = try String(contentsOfFile: Self.pages + "/\(name).5", encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
             XCTAssertTrue(lines.contains("node \(interface.path) {"), "\(name)(5) lists the object \(interface.path)")
 
