@@ -90,23 +90,33 @@ public final class HostMonitor: Sendable {
 
     /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed.
     package func verdict(for host: String, requester: ResolutionRequester) async -> StampedVerdict {
-        let verdict = evaluateAndPublish(host, resolution: await resolution(of: host, requester: requester))
+        let verdict = await resolvedVerdict(of: host, requester: requester)
         state.withLock { Self.trimCache(&$0) }
         return verdict
     }
 
-    /// Starts watching `hosts` (counted per caller) and returns their current verdicts, in order. At most
-    /// `resolutionsAtOnce` of the names wait for the resolver at a time.
+    /// Starts watching `hosts` (counted per caller) and returns their current verdicts, in order.
     package func watch(_ hosts: [String], requester: ResolutionRequester) async -> [StampedVerdict] {
         addWatchers(hosts)
-        return await withTaskGroup(of: (Int, StampedVerdict).self) { group in
-            var verdicts = [StampedVerdict?](repeating: nil, count: hosts.count)
+        var verdicts = [StampedVerdict?](repeating: nil, count: hosts.count)
+        await resolveAndJudge(hosts, requester: requester) { index, verdict in verdicts[index] = verdict }
+        return verdicts.compactMap { $0 }
+    }
+
+    /// `host`'s verdict, judged (and published if it changed) once its name has a fresh resolution.
+    private func resolvedVerdict(of host: String, requester: ResolutionRequester) async -> StampedVerdict {
+        evaluateAndPublish(host, resolution: await resolution(of: host, requester: requester))
+    }
+
+    /// Resolves and judges each of `hosts` as `resolvedVerdict` does, with at most `resolutionsAtOnce` of the
+    /// names waiting for the resolver at a time; `each` gets every host's index and verdict as it is done.
+    private func resolveAndJudge(_ hosts: [String], requester: ResolutionRequester, each: (Int, StampedVerdict) -> Void) async {
+        await withTaskGroup(of: (Int, StampedVerdict).self) { group in
             for (index, host) in hosts.enumerated() {
-                if index >= Self.resolutionsAtOnce, let (done, verdict) = await group.next() { verdicts[done] = verdict }
-                group.addTask { (index, await self.verdict(for: host, requester: requester)) }
+                if index >= Self.resolutionsAtOnce, let (done, verdict) = await group.next() { each(done, verdict) }
+                group.addTask { (index, await self.resolvedVerdict(of: host, requester: requester)) }
             }
-            for await (done, verdict) in group { verdicts[done] = verdict }
-            return verdicts.compactMap { $0 }
+            for await (done, verdict) in group { each(done, verdict) }
         }
     }
 
@@ -206,12 +216,7 @@ public final class HostMonitor: Sendable {
                 let pending = state.withLock { state in
                     state.entries.filter { $0.value.watchers > 0 && $0.value.resolution(freshIn: state.epoch) == nil }.map(\.key)
                 }
-                await withTaskGroup(of: Void.self) { group in
-                    for (index, host) in pending.enumerated() {
-                        if index >= Self.resolutionsAtOnce { await group.next() }
-                        group.addTask { _ = self.evaluateAndPublish(host, resolution: await self.resolution(of: host, requester: .daemon)) }
-                    }
-                }
+                await resolveAndJudge(pending, requester: .daemon) { _, _ in }
             } while state.withLock { $0.passes.passEnded() }
         }
     }
