@@ -82,7 +82,7 @@ public final class BusService: @unchecked Sendable {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.InvalidArgs", message: "not a host name or address: \(host.prefix(64))")
         }
         // The caller's uid, from the bus: whose turn its lookup takes, and whose count of waiting requests.
-        guard let uid = BusMessage.senderUID(of: call) else {
+        guard let uid = BusMessage.senderIDs(of: call)?.uid else {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.AccessDenied", message: "the caller's uid is unknown")
         }
         guard ledger.admit(uid: uid) else {

@@ -13,7 +13,7 @@ import Glibc
 extension NetworkManagerFace {
     /// `org.reachd.NetworkManagerFace1.StepBack`, root only: releases the name, then replies.
     func stepBack(_ call: OpaquePointer, on bus: OpaquePointer) -> Int32 {
-        guard BusMessage.senderUID(of: call) == 0 else {
+        guard BusMessage.senderIDs(of: call)?.uid == 0 else {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.AccessDenied",
                                          message: "only root may ask reachd's NetworkManager face to step back")
         }

@@ -127,14 +127,17 @@ package enum BusMessage {
         }
     }
 
-    /// The uid of the peer that sent `call`, as the bus daemon took it from the kernel (effective, else real).
-    package static func senderUID(of call: OpaquePointer) -> UInt32? {
+    /// The uid and primary gid of the peer that sent `call`, as the bus daemon took them from the kernel
+    /// (effective, else real; `gid` nil where the bus records none); nil when the bus reports no uid.
+    package static func senderIDs(of call: OpaquePointer) -> (uid: UInt32, gid: UInt32?)? {
         var creds: OpaquePointer?
-        guard sd_bus_query_sender_creds(call, UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID), &creds) >= 0, let creds else { return nil }
+        let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EGID) | UInt64(SD_BUS_CREDS_GID)
+        guard sd_bus_query_sender_creds(call, mask, &creds) >= 0, let creds else { return nil }
         defer { sd_bus_creds_unref(creds) }
-        var uid = uid_t()
+        var uid = uid_t(), gid = gid_t()
         guard sd_bus_creds_get_euid(creds, &uid) >= 0 || sd_bus_creds_get_uid(creds, &uid) >= 0 else { return nil }
-        return UInt32(uid)
+        let hasGID = sd_bus_creds_get_egid(creds, &gid) >= 0 || sd_bus_creds_get_gid(creds, &gid) >= 0
+        return (UInt32(uid), hasGID ? UInt32(gid) : nil)
     }
 
     /// Replies to `call` with a D-Bus error; returns what sd-bus expects from a method handler.

@@ -167,18 +167,12 @@ final class TransferBusService: @unchecked Sendable {
     /// dbus-daemon fills from SO_PEERGROUPS and sd-bus (252) does not ask for; a bus that records none gives
     /// none, and then only the caller's uid and primary group count.
     private static func caller(of call: OpaquePointer) -> Owner? {
-        var creds: OpaquePointer?
-        let mask = UInt64(SD_BUS_CREDS_EUID) | UInt64(SD_BUS_CREDS_UID) | UInt64(SD_BUS_CREDS_EGID) | UInt64(SD_BUS_CREDS_GID)
-        guard sd_bus_query_sender_creds(call, mask, &creds) >= 0, let creds else { return nil }
-        defer { sd_bus_creds_unref(creds) }
-        var uid: uid_t = 0, gid: gid_t = 0
-        guard sd_bus_creds_get_euid(creds, &uid) >= 0 || sd_bus_creds_get_uid(creds, &uid) >= 0 else { return nil }
-        // No group on record is no group: the uid's own number never stands in for it.
-        if sd_bus_creds_get_egid(creds, &gid) < 0 && sd_bus_creds_get_gid(creds, &gid) < 0 { gid = gid_t.max }
+        guard let ids = BusMessage.senderIDs(of: call) else { return nil }
         var groups = [gid_t](repeating: 0, count: 1024)
         var count = 0
         if reachd_bus_sender_groups(call, &groups, groups.count, &count) < 0 { count = 0 }
-        return Owner(uid: uid, gid: gid, groups: Array(groups.prefix(count)))
+        // No group on record is no group: the uid's own number never stands in for it.
+        return Owner(uid: ids.uid, gid: ids.gid ?? gid_t.max, groups: Array(groups.prefix(count)))
     }
 
     private static func errorName(_ code: ProtocolError.Code) -> String {
