@@ -217,17 +217,7 @@ final class NetLab {
 
     /// Runs reachctl against the lab's daemon (unless `arguments` name a socket); returns exit status, stdout and stderr.
     func reachctl(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary("reachctl"))
-        process.arguments = arguments.contains("--socket") ? arguments : arguments + ["--socket", socketPath]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        try CommandLineIntegrationTests.run(Self.binary("reachctl"), arguments.contains("--socket") ? arguments : arguments + ["--socket", socketPath])
     }
 
     /// Starts a long-running reachctl (watch) against the lab's daemon; its output is read line by line.
