@@ -13,14 +13,31 @@ final class CommandLineIntegrationTests: XCTestCase {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe()
+        // stderr goes to a file, not a second pipe: a child that fills one pipe while the other is being read
+        // to its end would wait for ever.
+        let errorPath = NSTemporaryDirectory() + "run-stderr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard FileManager.default.createFile(atPath: errorPath, contents: nil),
+              let errorFile = FileHandle(forWritingAtPath: errorPath) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: errorPath])
+        }
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        let out = Pipe()
         process.standardOutput = out
-        process.standardError = err
+        process.standardError = errorFile
         try process.run()
+        try errorFile.close()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let stderr = FileManager.default.contents(atPath: errorPath) ?? Data()
         return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// A child that writes more than a pipe holds to stderr before it writes to stdout is read whole.
+    func testRunReadsAChildThatFillsStderrFirst() throws {
+        let result = try Self.run("/bin/sh", ["-c", "head -c 200000 /dev/zero | tr '\\0' e >&2; echo done"])
+        XCTAssertEqual(result.status, 0)
+        XCTAssertEqual(result.out, "done\n")
+        XCTAssertEqual(result.err.utf8.count, 200_000)
     }
 
     /// reachctl, reachd and reachd-transfers print the version the Makefile gives the Debian package.
