@@ -73,7 +73,7 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@test -e $(TEST_PYTHON)/dbusmock/templates/modemmanager.py || \
-	  /usr/bin/python3 -m pip install -q --no-deps --disable-pip-version-check --target $(TEST_PYTHON) 'python-dbusmock==$(DBUSMOCK_VERSION)'
+	  /usr/bin/python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore --target $(TEST_PYTHON) 'python-dbusmock==$(DBUSMOCK_VERSION)'
 
 build: deps gio-module
 	$(SWIFT) build -c $(CONFIGURATION) $(SWIFT_BUILD_FLAGS)
