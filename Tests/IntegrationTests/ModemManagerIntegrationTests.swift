@@ -4,8 +4,8 @@ import XCTest
 
 /// Roaming from ModemManager (issue 33), against python-dbusmock's ModemManager (ModemManagerMock) on a private
 /// system bus: the default route leaves on `wwan0`, a veth link in the lab, whose modem's bearer names it. The
-/// modem goes home → roaming → home → roaming (another roaming state) and ModemManager leaves the bus; the
-/// socket's verdict, `reachctl wait --not-roaming` and the D-Bus properties follow.
+/// modem goes home → roaming → home → roaming (another roaming state), ModemManager leaves the bus and comes
+/// back; the socket's verdict, `reachctl wait --not-roaming`, the D-Bus properties and GLib follow.
 final class ModemManagerIntegrationTests: XCTestCase {
     private var lab: NetLab!
     private var modemManager: ModemManagerMock?
@@ -85,6 +85,11 @@ final class ModemManagerIntegrationTests: XCTestCase {
         XCTAssertTrue(gone.reachable)
         XCTAssertEqual(gone.cost, ConnectionCost(level: .fixed))
         XCTAssertEqual(try waitNotRoaming(timeout: 30).status, 0)
+
+        // ModemManager back on the bus with the modem roaming: followed again.
+        try modemManager.start()
+        try modemManager.addModem(bearerInterface: "wwan0", registration: ModemRegistration.roamingSMSOnly.rawValue)
+        XCTAssertEqual(try subscriber.waitFor("roaming once ModemManager is back") { $0.roaming }.verdict.roamingSource, .modemManager)
     }
 
     /// A roaming modem whose bearer is another link: the path's link does not roam.
