@@ -1,5 +1,16 @@
 #include "reachd-verdict.h"
 
+/* GLib has one word for cost, network-metered: a roaming path, or one over its data budget, is metered there
+ * too (CostFlags has roaming or overDataLimit; absent from a reachd older than these flags). */
+static gboolean
+costs_as_metered (GVariant *cost_flags)
+{
+  if (cost_flags == NULL || !g_variant_is_of_type (cost_flags, G_VARIANT_TYPE_STRING_ARRAY))
+    return FALSE;
+  g_autofree const gchar **flags = g_variant_get_strv (cost_flags, NULL);
+  return g_strv_contains (flags, "roaming") || g_strv_contains (flags, "overDataLimit");
+}
+
 gboolean
 reachd_verdict_read (GDBusProxy *proxy, ReachdVerdict *verdict)
 {
@@ -7,6 +18,7 @@ reachd_verdict_read (GDBusProxy *proxy, ReachdVerdict *verdict)
   g_autoptr(GVariant) metered = g_dbus_proxy_get_cached_property (proxy, "Metered");
   g_autoptr(GVariant) connectivity = g_dbus_proxy_get_cached_property (proxy, "Connectivity");
   g_autoptr(GVariant) interface = g_dbus_proxy_get_cached_property (proxy, "Interface");
+  g_autoptr(GVariant) cost_flags = g_dbus_proxy_get_cached_property (proxy, "CostFlags");
 
   if (reachable == NULL || !g_variant_is_of_type (reachable, G_VARIANT_TYPE_BOOLEAN) ||
       metered == NULL || !g_variant_is_of_type (metered, G_VARIANT_TYPE_BOOLEAN) ||
@@ -14,7 +26,7 @@ reachd_verdict_read (GDBusProxy *proxy, ReachdVerdict *verdict)
     return FALSE;
 
   verdict->available = g_variant_get_boolean (reachable);
-  verdict->metered = g_variant_get_boolean (metered);
+  verdict->metered = g_variant_get_boolean (metered) || costs_as_metered (cost_flags);
   verdict->connectivity = reachd_connectivity (verdict->available, g_variant_get_string (connectivity, NULL));
   verdict->interface = g_strdup (interface != NULL && g_variant_is_of_type (interface, G_VARIANT_TYPE_STRING)
                                    ? g_variant_get_string (interface, NULL) : "");

@@ -24,6 +24,10 @@ extension BusMessage {
             ("BudgetUsedBytes", .int64(verdict.budget.map { Int64(clamping: $0.usedBytes) } ?? -1)),
             ("BudgetLimitBytes", .int64(verdict.budget.map { Int64(clamping: $0.limitBytes) } ?? -1)),
             ("BudgetPeriod", .string(verdict.budget?.period ?? "")),
+            ("Roaming", .bool(verdict.roaming)),
+            ("RoamingSource", .string(verdict.roamingSource?.rawValue ?? "")),
+            ("Cost", .string(verdict.cost?.level.rawValue ?? "")),
+            ("CostFlags", .strings(verdict.cost?.flagNames ?? [])),
         ]
     }
 }

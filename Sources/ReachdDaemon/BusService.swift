@@ -125,6 +125,11 @@ public final class BusService: @unchecked Sendable {
             "BudgetUsedBytes": .int64(Self.count(verdict.budget?.usedBytes)),
             "BudgetLimitBytes": .int64(Self.count(verdict.budget?.limitBytes)),
             "BudgetPeriod": .string(verdict.budget?.period ?? ""),
+            // Roaming and the path's cost (issue 33).
+            "Roaming": .bool(verdict.roaming),
+            "RoamingSource": .string(verdict.roamingSource?.rawValue ?? ""),
+            "Cost": .string(verdict.cost?.level.rawValue ?? ""),
+            "CostFlags": .strings(verdict.cost?.flagNames ?? []),
         ]
     }
 

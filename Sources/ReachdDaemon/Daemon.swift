@@ -19,7 +19,7 @@ public struct DaemonOptions: Sendable {
     public var limits: SocketServer.Limits
     /// The D-Bus bus to serve `org.reachd.Reachability1` on.
     public var bus: Bus
-    /// The bus where NetworkManager's metered flags are read (none: not at all).
+    /// The bus where NetworkManager's metered flags and ModemManager's roaming modems are read (none: not at all).
     public var networkManager: Bus
     /// The bus where reachd serves its read-only face of NetworkManager (none: not at all; docs/networkmanager-face.md).
     public var networkManagerFace: Bus

@@ -20,6 +20,8 @@ public final class DaemonMetrics: Sendable {
     private let rejudge: DurationHistogram
     private let connectivity: [Connectivity: Gauge]
     private let meteredStates: [MeteredState: Gauge]
+    private let costLevels: [CostLevel: Gauge]
+    private let costFlags: [String: Gauge]
     private let state = Mutex(State())
     /// Subscribed connections, counted by the socket server's event loops.
     package let subscribers = Atomic<Int>(0)
@@ -59,6 +61,15 @@ public final class DaemonMetrics: Sendable {
                                                   labels: [("state", state.rawValue)])
         }
         self.meteredStates = meteredStates
+        let registry = self.registry
+        costLevels = Dictionary(uniqueKeysWithValues: CostLevel.allCases.map { level in
+            (level, registry.gauge("reachd_cost", help: "1 for the cost level of the path to the internet now (unrestricted, fixed, variable), 0 for the others (all 0 when not reachable).",
+                                   labels: [("level", level.rawValue)]))
+        })
+        costFlags = Dictionary(uniqueKeysWithValues: ConnectionCost.allFlagNames.map { flag in
+            (flag, registry.gauge("reachd_cost_flag", help: "1 when the cost of the path to the internet has the flag (roaming, approachingDataLimit, overDataLimit), else 0.",
+                                  labels: [("flag", flag)]))
+        })
         // The known reasons start at 0, so that a rate over them works before the first drop.
         for reason in ["events_unread", "replies_unread"] { _ = dropCounter(reason) }
     }
@@ -70,6 +81,10 @@ public final class DaemonMetrics: Sendable {
         metered.set(verdict.metered ? 1.0 : 0.0)
         for (state, gauge) in connectivity { gauge.set(state == verdict.connectivity ? 1.0 : 0.0) }
         for (state, gauge) in meteredStates { gauge.set(state == verdict.meteredState ? 1.0 : 0.0) }
+        let cost = verdict.cost
+        for (level, gauge) in costLevels { gauge.set(level == cost?.level ? 1.0 : 0.0) }
+        let flags = cost?.flagNames ?? []
+        for (flag, gauge) in costFlags { gauge.set(flags.contains(flag) ? 1.0 : 0.0) }
         if stamped.sequence > 1 { changes.increment() }
         lastChange.set(Double(stamped.timestamp.microseconds) / 1e6)
         let info = registry.gauge("reachd_path_info", help: "1 for the path to the internet now: its interface, interface kind, status and what decided whether it is metered.",

@@ -54,7 +54,9 @@ struct NetworkManagerFaceState: Equatable {
                 "IpInterface": .string(link.name),
                 "Driver": .string(link.sysfs.driver ?? link.linkKind ?? "unknown"),
                 "DeviceType": .uint32(kind.deviceType),
-                "Metered": .uint32(Self.managerMetered(judged.meteredState)),
+                "Metered": .uint32(Self.managerMetered(
+                    judged.meteredState, roaming: snapshot.roaming[link.name] != nil, budget: snapshot.budgets[link.name]?.state
+                )),
                 "State": .uint32(state),
                 // libnm takes a device's state from here (reason 0: none given).
                 "StateReason": .uint32Pair(state, 0),
@@ -109,7 +111,7 @@ struct NetworkManagerFaceState: Equatable {
             "ActiveConnections": .objectPaths(active.keys.sorted()),
             "PrimaryConnection": .objectPath(primary?.path ?? "/"),
             "PrimaryConnectionType": .string(primary?.type ?? ""),
-            "Metered": .uint32(verdict.map { Self.managerMetered($0.meteredState) } ?? 0),
+            "Metered": .uint32(verdict.map { Self.managerMetered($0.meteredState, roaming: $0.roaming, budget: $0.budget?.state) } ?? 0),
             "ActivatingConnection": .objectPath("/"),
             "Startup": .bool(false),
             "Version": .string(Self.version),
@@ -163,6 +165,13 @@ struct NetworkManagerFaceState: Equatable {
         guard let verdict else { return 0 }
         if verdict.reachable { return connectivity == 4 ? 70 : 60 }
         return anyActivated ? 50 : 20
+    }
+
+    /// `NMMetered` of a link: its metered state, except that a roaming link or one over its data budget, which
+    /// NetworkManager has no word for, is `yes` where its state says not metered (`ConnectionCost.countsAsMetered`).
+    static func managerMetered(_ state: MeteredState, roaming: Bool, budget: BudgetState?) -> UInt32 {
+        !state.isMetered && ConnectionCost.countsAsMetered(meteredState: state, roaming: roaming, budget: budget)
+            ? ManagerMetered.yes.rawValue : managerMetered(state)
     }
 
     /// `NMMetered`: unknown 0, yes 1, no 2, guess-yes 3, guess-no 4.

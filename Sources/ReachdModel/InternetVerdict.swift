@@ -45,6 +45,7 @@ public struct InternetVerdict: Sendable {
         )
         verdict.captivePortal = family.reachable ? family.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
         verdict.budget = family.reachable ? family.interface.flatMap { snapshot.budgets[$0] } : nil
+        verdict.roamingSource = family.reachable ? family.interface.flatMap { snapshot.roaming[$0] } : nil
         return verdict
     }
 

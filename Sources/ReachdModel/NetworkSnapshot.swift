@@ -225,6 +225,8 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var portalStatus: [String: CaptivePortalStatus] = [:]
     /// The data budget of each link that has one (by name), where reachd counts budgets.
     public var budgets: [String: BudgetStatus] = [:]
+    /// The links on a roaming modem (by name), with who said so, where ModemManager runs.
+    public var roaming: [String: RoamingSource] = [:]
 
     public init(
         links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], defaultRoutes: [Route] = [],

@@ -62,7 +62,7 @@ extension FamilyVerdict: Decodable {
 extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
         case target, reachable, status, metered, meteredReason, meteredState, meteredSource, interface, flags, reason, reasonCode, family,
-            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal, budget
+            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal, budget, roamingSource
     }
 
     public init(from decoder: any Decoder) throws {
@@ -87,6 +87,24 @@ extension Verdict: Decodable {
         connectivity = try c.decodeIfPresent(Connectivity.self, forKey: .connectivity) ?? .unknown
         captivePortal = try c.decodeIfPresent(CaptivePortal.self, forKey: .captivePortal)
         budget = try c.decodeIfPresent(BudgetStatus.self, forKey: .budget)
+        // `roaming` is true exactly when `roamingSource` is there; `cost` is derived from the fields (`Verdict.cost`).
+        roamingSource = try c.decodeIfPresent(String.self, forKey: .roamingSource).flatMap(RoamingSource.init(rawValue:))
+    }
+}
+
+extension ConnectionCost: Decodable {
+    private enum CodingKeys: String, CodingKey {
+        case level, roaming, approachingDataLimit, overDataLimit
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            level: try c.decode(CostLevel.self, forKey: .level),
+            roaming: try c.decode(Bool.self, forKey: .roaming),
+            approachingDataLimit: try c.decode(Bool.self, forKey: .approachingDataLimit),
+            overDataLimit: try c.decode(Bool.self, forKey: .overDataLimit)
+        )
     }
 }
 

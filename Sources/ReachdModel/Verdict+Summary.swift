@@ -14,7 +14,8 @@ extension ReachabilityStatus {
 extension Verdict {
     /// One line for people: `reachable via WiFi (wlan0), unmetered` or `not reachable: no IPv4 default route`;
     /// a captive portal that holds the client is named: `..., behind a captive portal (https://portal/login)`;
-    /// a data budget is counted: `..., 4.6 of 5.0 GB used this month (approaching)`.
+    /// a data budget is counted: `..., 4.6 of 5.0 GB used this month (approaching)`; a roaming link is named:
+    /// `..., roaming (ModemManager)`.
     public var summary: String {
         guard reachable else { return "not reachable: \(reason ?? "unknown reason")" }
         let link = interface.map { " (\($0))" } ?? ""
@@ -24,7 +25,8 @@ extension Verdict {
             portal = ", behind a captive portal (\(captivePortal.status?.userPortalURL ?? captivePortal.apiURL))"
         }
         let budget = self.budget.map { ", \($0.summary)" } ?? ""
-        return "reachable via \(status.displayName)\(link), \(cost)\(portal)\(budget)"
+        let roaming = roamingSource.map { ", roaming (\($0.rawValue))" } ?? ""
+        return "reachable via \(status.displayName)\(link), \(cost)\(roaming)\(portal)\(budget)"
     }
 }
 

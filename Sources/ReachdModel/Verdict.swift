@@ -96,6 +96,8 @@ public struct Verdict: Hashable, Sendable {
     public var captivePortal: CaptivePortal?
     /// The data budget of the path's link (`[[budget]]`), when it has one; nil when not reachable.
     public var budget: BudgetStatus?
+    /// Who says the path's link roams (a modem on a visited network); nil when it does not, or when not reachable.
+    public var roamingSource: RoamingSource?
 
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,

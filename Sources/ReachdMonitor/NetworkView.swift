@@ -5,7 +5,7 @@ import ReachdNetlink
 import ReachdServiceKit
 
 /// The network as reachd judges it, shared by reachd, reachd-transfers and the library: the netlink watcher's
-/// snapshots, joined with NetworkManager's metered flags, feed the internet verdict (`hub`) and the
+/// snapshots, joined with NetworkManager's metered flags and ModemManager's roaming links, feed the internet verdict (`hub`) and the
 /// watched hosts (`hosts`).
 public final class NetworkView: StartedComponent {
     /// The netlink watcher's settings, which tests and stress runs change.
@@ -30,6 +30,7 @@ public final class NetworkView: StartedComponent {
     /// The netlink watcher (the daemon runs it as a service of its group).
     package let watcher: NetlinkWatcher
     private let manager: NetworkManagerMetered?
+    private let modems: ModemManagerRoaming?
     private let networkd: NetworkdStateFiles?
     private let merger: SnapshotMerger
     private let metrics: (any NetworkMetrics)?
@@ -59,6 +60,8 @@ public final class NetworkView: StartedComponent {
         self.hosts = hosts
         self.merger = merger
         manager = NetworkManagerMetered.start(on: networkManager, merger: merger, logger: logger)
+        // ModemManager's roaming links, on the same bus as NetworkManager (the system's network services).
+        modems = ModemManagerRoaming.start(on: networkManager, merger: merger, logger: logger)
         networkd = configuration.readsNetworkd ? NetworkdStateFiles.start(root: options.networkdRoot, merger: merger, logger: logger) : nil
         watcher = NetlinkWatcher(sysfsRoot: options.sysfsRoot, receiveBufferSize: options.receiveBufferSize, logger: logger)
         self.metrics = metrics
@@ -92,10 +95,11 @@ public final class NetworkView: StartedComponent {
         }
     }
 
-    /// Stops the watcher, NetworkManager's connection and the hosts' refresh; the resolver's threads end with `stop`.
+    /// Stops the watcher, NetworkManager's and ModemManager's connections and the hosts' refresh; the resolver's threads end with `stop`.
     package func stopWatching() {
         watcher.stop()
         manager?.stop()
+        modems?.stop()
         networkd?.stop()
         hosts.stop()
     }

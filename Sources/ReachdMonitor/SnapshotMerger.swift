@@ -1,7 +1,8 @@
 import ReachdModel
 import Synchronization
 
-/// Joins the kernel's snapshot with NetworkManager's metered flags and networkd's link facts, and hands
+/// Joins the kernel's snapshot with NetworkManager's metered flags, networkd's link facts, the captive portals'
+/// answers, the data budgets and ModemManager's roaming links, and hands
 /// each result on, one at a time.
 package final class SnapshotMerger: Sendable {
     private struct State {
@@ -10,6 +11,7 @@ package final class SnapshotMerger: Sendable {
         var networkd: [Int32: NetworkdLinkFacts] = [:]
         var portals = CaptivePortalAnswers()
         var budgets: [String: BudgetStatus] = [:]
+        var roaming: [String: RoamingSource] = [:]
     }
 
     private let state = Mutex(State())
@@ -60,12 +62,21 @@ package final class SnapshotMerger: Sendable {
         }
     }
 
+    /// The links on a roaming modem, by name (`ModemManagerRoaming`).
+    package func update(roaming: [String: RoamingSource]) {
+        state.withLock { state in
+            state.roaming = roaming
+            emit(state)
+        }
+    }
+
     private func emit(_ state: State) {
         guard var snapshot = state.netlink else { return }
         snapshot.managerMetered = state.manager
         snapshot.networkd = keepsCaptivePortals ? state.networkd : state.networkd.mapValues { NetworkdLinkFacts(androidMetered: $0.androidMetered) }
         snapshot.portalStatus = state.portals.byURL
         snapshot.budgets = state.budgets
+        snapshot.roaming = state.roaming
         publish(snapshot)
     }
 }

@@ -50,6 +50,7 @@ enum ReplyWriter {
         key("captivePortal", &out); optional(v.captivePortal, &out, write); comma(&out)
         key("classicStatus", &out); string(v.classicStatus.rawValue, &out); comma(&out)
         if v.addresses == nil { key("connectivity", &out); string(v.connectivity.rawValue, &out); comma(&out) }
+        key("cost", &out); optional(v.cost, &out, write); comma(&out)
         key("family", &out); optional(v.family?.rawValue, &out); comma(&out)
         key("flags", &out); flags(v.flags, &out); comma(&out)
         key("interface", &out); optional(v.interface, &out); comma(&out)
@@ -62,6 +63,8 @@ enum ReplyWriter {
         key("reachable", &out); bool(v.reachable, &out); comma(&out)
         key("reason", &out); optional(v.reason, &out); comma(&out)
         key("reasonCode", &out); optional(v.reasonCode?.rawValue, &out); comma(&out)
+        key("roaming", &out); bool(v.roaming, &out); comma(&out)
+        key("roamingSource", &out); optional(v.roamingSource?.rawValue, &out); comma(&out)
         key("sequence", &out); out.append(contentsOf: String(stamped.sequence).utf8); comma(&out)
         key("status", &out); string(v.status.rawValue, &out); comma(&out)
         key("target", &out); string(v.target, &out); comma(&out)
@@ -119,6 +122,16 @@ enum ReplyWriter {
         comma(&out)
         key("state", &out); string(budget.state.rawValue, &out); comma(&out)
         key("usedBytes", &out); number(budget.usedBytes, &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A path's cost: the level and NLM's three flags (`ConnectionCost`).
+    static func write(_ cost: ConnectionCost, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        key("approachingDataLimit", &out); bool(cost.approachingDataLimit, &out); comma(&out)
+        key("level", &out); string(cost.level.rawValue, &out); comma(&out)
+        key("overDataLimit", &out); bool(cost.overDataLimit, &out); comma(&out)
+        key("roaming", &out); bool(cost.roaming, &out)
         out.append(UInt8(ascii: "}"))
     }
 

@@ -36,6 +36,10 @@ enum BusStatus {
         verdict.meteredState = MeteredState(rawValue: try string(bus, "MeteredState")) ?? verdict.meteredState
         verdict.meteredSource = MeteredSource(rawValue: try string(bus, "MeteredSource"))
         verdict.budget = budget(on: bus)
+        // From a reachd too old to have them: not roaming.
+        if (try? bool(bus, "Roaming")) == true {
+            verdict.roamingSource = (try? string(bus, "RoamingSource")).flatMap(RoamingSource.init(rawValue:))
+        }
         return verdict
     }
 

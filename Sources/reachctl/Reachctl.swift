@@ -181,11 +181,12 @@ extension Reachctl {
 
     struct Wait: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Wait until the network is reachable (and unmetered with --unmetered, within its data budget with --within-budget).",
+            abstract: "Wait until the network is reachable (and unmetered with --unmetered, within its data budget with --within-budget, not roaming with --not-roaming).",
             discussion: "Exit 0 as soon as the condition holds, 1 on timeout, 2 on errors. Usable as ExecCondition= in systemd units.\n\n"
                 + examples(
                     "reachctl wait --timeout 60",
                     "reachctl wait --host backup.example --unmetered --timeout 600 && run-big-backup",
+                    "reachctl wait --not-roaming --within-budget --timeout 3600 && sync-photos",
                     "ExecCondition=/usr/bin/reachctl wait --unmetered --timeout 60"
                 )
         )
@@ -196,6 +197,7 @@ extension Reachctl {
         @Option(help: "Wait for the route to this host instead of the default route.") var host: String?
         @Flag(help: "Also require an unmetered link.") var unmetered = false
         @Flag(help: "Also require that the path's data budget ([[budget]] in reachd.toml) is not over.") var withinBudget = false
+        @Flag(help: "Also require that the path's link is not a modem roaming on a visited network (from ModemManager).") var notRoaming = false
         @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
 
         func validate() throws {
@@ -224,6 +226,7 @@ extension Reachctl {
 
         private func satisfies(_ verdict: Verdict) -> Bool {
             verdict.reachable && !(unmetered && verdict.metered) && !(withinBudget && verdict.budget?.state == .over)
+                && !(notRoaming && verdict.roaming)
         }
 
         private func timedOut(_ last: StampedVerdict) -> Never {

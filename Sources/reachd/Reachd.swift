@@ -62,7 +62,7 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "D-Bus bus for org.reachd.Reachability1. A bus that is not there is skipped with a warning.")
     var bus: Bus = .system
 
-    @Option(help: "Bus where NetworkManager's metered flags are read.")
+    @Option(help: "Bus where NetworkManager's metered flags and ModemManager's roaming modems are read.")
     var networkmanager: Bus = .system
 
     @Option(help: "Bus where reachd serves a read-only face of NetworkManager's D-Bus API from its verdicts, for hosts without NetworkManager (docs/networkmanager-face.md). Off by default.")

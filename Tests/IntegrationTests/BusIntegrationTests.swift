@@ -44,7 +44,7 @@ final class BusIntegrationTests: XCTestCase {
         let monitor = try bus!.startMonitor("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", output: monitorLog)
         defer { monitor.terminate() }
 
-        // wired -> wwan: Status, Interface, Metered, MeteredReason and Flags change; Reachable does not.
+        // wired -> wwan: Status, Interface, Metered, MeteredReason, Flags and Cost change; Reachable and Roaming do not.
         try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
         var signal = ""
         let deadline = Date().addingTimeInterval(30)
@@ -52,10 +52,11 @@ final class BusIntegrationTests: XCTestCase {
             usleep(100_000)
             signal = (try? String(contentsOfFile: monitorLog, encoding: .utf8)) ?? ""
         }
-        for changed in ["\"Status\"", "\"wwan\"", "\"Interface\"", "\"Metered\"", "\"MeteredReason\"", "\"Flags\"", "\"isWWAN\""] {
+        for changed in ["\"Status\"", "\"wwan\"", "\"Interface\"", "\"Metered\"", "\"MeteredReason\"", "\"Flags\"", "\"isWWAN\"", "\"Cost\"", "\"fixed\""] {
             XCTAssertTrue(signal.contains(changed), "\(changed) missing in \(signal)")
         }
         XCTAssertFalse(signal.contains("\"Reachable\""), "Reachable did not change: \(signal)")
+        XCTAssertFalse(signal.contains("\"Roaming\""), "Roaming did not change: \(signal)")
         XCTAssertEqual(signal.components(separatedBy: "member=PropertiesChanged").count - 1, 1, "one signal per change")
         XCTAssertTrue(try property("Status").contains(#"string "wwan""#))
     }

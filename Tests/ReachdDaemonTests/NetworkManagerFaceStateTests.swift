@@ -97,6 +97,30 @@ final class NetworkManagerFaceStateTests: XCTestCase {
         XCTAssertEqual(NetworkManagerFaceState.deviceState(of: bare.links[3]!, in: bare), 30, "no global address: disconnected")
     }
 
+    /// NetworkManager has no word for roaming or a data budget: a roaming link, or one over its budget, is
+    /// metered `yes` on the face (manager and device); a link metered already keeps its own word.
+    func testRoamingOrOverBudgetIsMeteredYes() {
+        let eth0 = "/org/freedesktop/NetworkManager/Devices/2", wwan0 = "/org/freedesktop/NetworkManager/Devices/10"
+        var roaming = snapshot(defaultVia: 2)
+        roaming.roaming["eth0"] = .modemManager
+        var face = state(roaming)
+        XCTAssertEqual(face.manager["Metered"], .uint32(1))
+        XCTAssertEqual(face.devices[eth0]?["Metered"], .uint32(1))
+        var over = snapshot(defaultVia: 2)
+        over.budgets["eth0"] = BudgetStatus(state: .over, usedBytes: 6, limitBytes: 5, period: "day", resetsAt: Timestamp(microseconds: 0))
+        face = state(over)
+        XCTAssertEqual(face.manager["Metered"], .uint32(1))
+        XCTAssertEqual(face.devices[eth0]?["Metered"], .uint32(1))
+        over.budgets["eth0"]?.state = .approaching
+        XCTAssertEqual(state(over).manager["Metered"], .uint32(4), "approaching its limit is not metered")
+        var wwan = snapshot(defaultVia: 10)
+        wwan.roaming["wwan0"] = .modemManager
+        face = state(wwan)
+        XCTAssertEqual(face.manager["Metered"], .uint32(3), "guess-yes from the kind stays")
+        XCTAssertEqual(face.devices[wwan0]?["Metered"], .uint32(3))
+        XCTAssertEqual(face.devices[eth0]?["Metered"], .uint32(4))
+    }
+
     func testMeteredEnumAndKinds() {
         XCTAssertEqual(MeteredState.allCases.map(NetworkManagerFaceState.managerMetered), [1, 2, 3, 4, 0])
         let bt = LinkInfo(index: 4, name: "bnep0", flags: [.up], sysfs: SysfsFacts(devtype: "bluetooth"))

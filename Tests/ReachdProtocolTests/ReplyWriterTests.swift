@@ -1,3 +1,4 @@
+import Foundation
 import ReachdModel
 import ReachdProtocol
 import XCTest
@@ -28,12 +29,12 @@ final class ReplyWriterTests: XCTestCase {
                                      timestamp: Timestamp(microseconds: 0))
         let nobody = #"{"flags":[],"gateway":null,"interface":null,"kind":null,"kindSource":null,"metered":false,"meteredReason":null,"#
             + #""meteredSource":null,"meteredState":"unknown","metric":null,"reachable":false,"#
-        XCTAssertEqual(stamped.json, #"{"captivePortal":null,"classicStatus":"notReachable","connectivity":"unknown","family":null,"flags":[],"#
+        XCTAssertEqual(stamped.json, #"{"captivePortal":null,"classicStatus":"notReachable","connectivity":"unknown","cost":null,"family":null,"flags":[],"#
             + #""interface":null,"ipv4":"#
             + nobody + #""reason":"no IPv4 default route","reasonCode":"no-route","status":"unreachable"},"ipv6":"#
             + nobody + #""reason":"no IPv6 default route","reasonCode":"no-route","status":"unreachable"},"metered":false,"meteredReason":null,"#
             + #""meteredSource":null,"meteredState":"unknown","#
-            + #""reachable":false,"reason":"no IPv4 default route","reasonCode":"no-route","sequence":1,"status":"unreachable","target":"internet","#
+            + #""reachable":false,"reason":"no IPv4 default route","reasonCode":"no-route","roaming":false,"roamingSource":null,"sequence":1,"status":"unreachable","target":"internet","#
             + #""timestamp":"1970-01-01T00:00:00.000000Z"}"#)
     }
 
@@ -96,5 +97,24 @@ final class ReplyWriterTests: XCTestCase {
             + #""state":"approaching","usedBytes":4600000000},"captivePortal":null"#), stamped.json)
         let line = Reply.event(verdict: stamped).encodedLine()
         XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+    }
+
+    /// A link on a roaming modem with a budget: `roaming` with its source and the cost object are written, and read back.
+    func testRoamingAndCostRoundTrip() throws {
+        let link = LinkInfo(index: 2, name: "wwan0", flags: [.up, .running, .lowerUp], carrier: true)
+        var snapshot = NetworkSnapshot(links: [link], addresses: [InterfaceAddress(interfaceIndex: 2, address: IPAddress("203.0.113.12")!, prefixLength: 24)],
+                                       defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("203.0.113.1"))])])
+        var stamped = StampedVerdict(verdict: InternetVerdict().verdict(for: snapshot), sequence: 1, timestamp: Timestamp(microseconds: 0))
+        XCTAssertTrue(stamped.json.contains(#""cost":{"approachingDataLimit":false,"level":"fixed","overDataLimit":false,"roaming":false}"#), stamped.json)
+        XCTAssertTrue(stamped.json.contains(#""roaming":false,"roamingSource":null"#), stamped.json)
+        snapshot.roaming["wwan0"] = .modemManager
+        snapshot.budgets["wwan0"] = BudgetStatus(state: .over, usedBytes: 6, limitBytes: 5, period: "day", resetsAt: Timestamp(microseconds: 0))
+        stamped.verdict = InternetVerdict().verdict(for: snapshot)
+        XCTAssertTrue(stamped.json.contains(#""cost":{"approachingDataLimit":false,"level":"variable","overDataLimit":true,"roaming":true}"#), stamped.json)
+        XCTAssertTrue(stamped.json.contains(#""roaming":true,"roamingSource":"ModemManager""#), stamped.json)
+        let line = Reply.event(verdict: stamped).encodedLine()
+        XCTAssertEqual(try Reply.decode(line: Array(line.dropLast())), .event(verdict: stamped))
+        struct CostOnly: Decodable { let cost: ConnectionCost? }
+        XCTAssertEqual(try JSONDecoder().decode(CostOnly.self, from: Data(stamped.json.utf8)).cost, stamped.verdict.cost)
     }
 }

@@ -1,0 +1,275 @@
+import CSystemd
+import Logging
+import ReachdModel
+import ReachdServiceKit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// ModemManager as the roaming source (issue 33): the modems (its ObjectManager), each modem's 3GPP
+/// `RegistrationState` and the `Interface` of its bearers, decided by `ModemRoaming` (pure). Read at start
+/// and again when ModemManager says a modem came or went (`InterfacesAdded`/`InterfacesRemoved`), when one of
+/// those properties changed (`PropertiesChanged`), or when ModemManager appears or leaves the bus.
+///
+/// ModemManager is a peer like any other: at most `maximumObjects` objects, `ModemRoaming.maximumModems`
+/// modems and `ModemRoaming.maximumBearers` bearers of each are read, each call waits at most 1 s and a
+/// reading that takes over `refreshBudgetMicroseconds` is dropped (the last good one stays).
+package final class ModemManagerRoaming: @unchecked Sendable {
+    static let service = "org.freedesktop.ModemManager1"
+    static let root = "/org/freedesktop/ModemManager1"
+    static let modemInterface = "org.freedesktop.ModemManager1.Modem"
+    static let modem3gppInterface = "org.freedesktop.ModemManager1.Modem.Modem3gpp"
+    static let bearerInterface = "org.freedesktop.ModemManager1.Bearer"
+    /// The objects looked at in ModemManager's list (modems, and whatever else it lists).
+    static let maximumObjects = 64
+    static let callTimeoutMicroseconds: UInt64 = 1_000_000
+    static let refreshBudgetMicroseconds: UInt64 = 5_000_000
+    /// The properties whose change is a reason to read again, by interface.
+    private static let followed = [modem3gppInterface: "RegistrationState", modemInterface: "Bearers", bearerInterface: "Interface"]
+
+    private let connection: BusConnection
+    private let logger: Logger
+    private let onChange: @Sendable ([String: RoamingSource]) -> Void
+    // Only touched on the bus thread.
+    private var values: [String: RoamingSource] = [:]
+
+    /// Connects and subscribes; `onChange` gets every new map of roaming link → source (on the bus thread).
+    package init(bus: Bus, logger: Logger, onChange: @escaping @Sendable ([String: RoamingSource]) -> Void) throws {
+        connection = try BusConnection(bus)
+        self.logger = logger
+        self.onChange = onChange
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var matches: [(String, sd_bus_message_handler_t)] = Self.followed.keys.sorted().map { interface in
+            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                + "path_namespace='\(Self.root)',arg0='\(interface)'", modemPropertiesChanged)
+        }
+        matches += [
+            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'", modemsChanged),
+            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'", modemsChanged),
+            ("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',"
+                + "arg0='\(Self.service)'", modemsChanged),
+        ]
+        do {
+            for (rule, handler) in matches {
+                try connection.export({ bus, slot in sd_bus_add_match(bus, &slot, rule, handler, context) }, what: "sd_bus_add_match")
+            }
+        } catch {
+            connection.stop()
+            throw error
+        }
+    }
+
+    /// Starts the bus thread and reads ModemManager's modems once.
+    package func start() throws {
+        try connection.start()
+        connection.perform { [self] bus in refresh(bus) }
+    }
+
+    /// Follows ModemManager on `which` bus into `merger`, or nil (with a warning) when that bus cannot be used.
+    package static func start(on which: Bus, merger: SnapshotMerger, logger: Logger) -> ModemManagerRoaming? {
+        guard which != .none else { return nil }
+        do {
+            let source = try ModemManagerRoaming(bus: which, logger: logger) { merger.update(roaming: $0) }
+            try source.start()
+            return source
+        } catch {
+            logger.warning("ModemManager: the \(which.rawValue) bus cannot be used (\(error)); no link is known to roam")
+            return nil
+        }
+    }
+
+    package func stop() { connection.stop() }
+
+    /// Reads every modem again and publishes the roaming links; without ModemManager, none roams.
+    fileprivate func refresh(_ bus: OpaquePointer) {
+        let started = MonotonicClock.microseconds()
+        guard let modems = readModems(bus, started: started) else {
+            logger.warning("ModemManager: reading the modems took over \(Self.refreshBudgetMicroseconds / 1_000_000) s; keeping the last reading")
+            return
+        }
+        publish(ModemRoaming.roamingLinks(modems))
+    }
+
+    /// A PropertiesChanged of a modem or a bearer: reads again when a followed property is among the changed or invalidated ones.
+    fileprivate func propertiesChanged(_ message: OpaquePointer) {
+        var interface: UnsafePointer<CChar>?
+        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &interface) > 0, let interface,
+              let followed = Self.followed[String(cString: interface)] else { return }
+        var relevant = false
+        guard Self.forEachProperty(message, { key in
+            relevant = relevant || key == followed
+            return false
+        }) else { return }
+        if !relevant, sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "s") > 0 {
+            var name: UnsafePointer<CChar>?
+            while !relevant, sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &name) > 0, let name {
+                relevant = String(cString: name) == followed
+            }
+        }
+        guard relevant, let bus = sd_bus_message_get_bus(message) else { return }
+        refresh(bus)
+    }
+
+    fileprivate func refreshFromCallback(_ message: OpaquePointer) {
+        guard let bus = sd_bus_message_get_bus(message) else { return }
+        refresh(bus)
+    }
+
+    private func publish(_ new: [String: RoamingSource]) {
+        guard new != values else { return }
+        values = new
+        logger.info("ModemManager roaming links", metadata: ["links": "\(new.keys.sorted())"])
+        onChange(new)
+    }
+
+    // MARK: - Reading
+
+    /// The modems in ModemManager's list, each with its registration and its bearers' interfaces; empty without
+    /// ModemManager; nil when reading took longer than the budget.
+    private func readModems(_ bus: OpaquePointer, started: UInt64) -> [ModemReading]? {
+        guard let reply = call(bus, path: Self.root, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects") else { return [] }
+        defer { sd_bus_message_unref(reply) }
+        var found: [(path: String, registration: UInt32?)] = []
+        guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "a")), "{oa{sa{sv}}}") > 0 else { return [] }
+        var objects = 0
+        while objects < Self.maximumObjects, found.count < ModemRoaming.maximumModems,
+              sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "e")), "oa{sa{sv}}") > 0 {
+            objects += 1
+            var path: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) > 0, let path,
+                  let modem = Self.readModemInterfaces(reply) else { break }
+            if modem.isModem { found.append((String(cString: path), modem.registration)) }
+            guard sd_bus_message_exit_container(reply) >= 0 else { break }
+        }
+        var modems: [ModemReading] = []
+        let inTime = { MonotonicClock.microseconds() - started < Self.refreshBudgetMicroseconds }
+        for (path, registration) in found {
+            var interfaces: [String] = []
+            // Only a roaming modem's links matter: a modem at home is not asked for its bearers.
+            if let registration, ModemRegistration(rawValue: registration)?.isRoaming == true {
+                guard inTime() else { return nil }
+                for bearer in bearers(of: path, on: bus) {
+                    guard inTime() else { return nil }
+                    if let name = bearerInterface(bearer, on: bus) { interfaces.append(name) }
+                }
+            }
+            modems.append(ModemReading(registration: registration, bearerInterfaces: interfaces))
+        }
+        return modems
+    }
+
+    /// One object's `a{sa{sv}}`: whether it is a modem and its 3GPP registration state; nil when malformed.
+    private static func readModemInterfaces(_ message: OpaquePointer) -> (isModem: Bool, registration: UInt32?)? {
+        guard sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "{sa{sv}}") > 0 else { return nil }
+        var isModem = false
+        var registration: UInt32?
+        while sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), "sa{sv}") > 0 {
+            var name: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &name) > 0, let name else { return nil }
+            switch String(cString: name) {
+            case modemInterface:
+                isModem = true
+                guard sd_bus_message_skip(message, "a{sv}") >= 0 else { return nil }
+            case modem3gppInterface:
+                guard forEachProperty(message, { key in
+                    guard key == "RegistrationState" else { return false }
+                    registration = variant(message, "u") { m in
+                        var value: UInt32 = 0
+                        return sd_bus_message_read_basic(m, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
+                    }
+                    return true
+                }) else { return nil }
+            default:
+                guard sd_bus_message_skip(message, "a{sv}") >= 0 else { return nil }
+            }
+            guard sd_bus_message_exit_container(message) >= 0 else { return nil }
+        }
+        guard sd_bus_message_exit_container(message) >= 0 else { return nil }
+        return (isModem, registration)
+    }
+
+    /// The modem's `Bearers`, at most `ModemRoaming.maximumBearers`.
+    private func bearers(of modem: String, on bus: OpaquePointer) -> [String] {
+        guard let reply = property(bus, path: modem, interface: Self.modemInterface, name: "Bearers") else { return [] }
+        defer { sd_bus_message_unref(reply) }
+        return Self.variant(reply, "ao") { m in
+            guard sd_bus_message_enter_container(m, CChar(UInt8(ascii: "a")), "o") > 0 else { return nil }
+            var paths: [String] = []
+            var path: UnsafePointer<CChar>?
+            // The reply is dropped after this: the array need not be read to its end.
+            while paths.count < ModemRoaming.maximumBearers, sd_bus_message_read_basic(m, CChar(UInt8(ascii: "o")), &path) > 0, let path {
+                paths.append(String(cString: path))
+            }
+            return paths
+        } ?? []
+    }
+
+    /// A bearer's `Interface` (the link's name, empty while not connected).
+    private func bearerInterface(_ bearer: String, on bus: OpaquePointer) -> String? {
+        guard let reply = property(bus, path: bearer, interface: Self.bearerInterface, name: "Interface") else { return nil }
+        defer { sd_bus_message_unref(reply) }
+        return Self.variant(reply, "s") { m in
+            var text: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(m, CChar(UInt8(ascii: "s")), &text) > 0, let text else { return nil }
+            return String(cString: text)
+        }
+    }
+
+    /// `org.freedesktop.DBus.Properties.Get(interface, name)`: the reply, positioned at its variant.
+    private func property(_ bus: OpaquePointer, path: String, interface: String, name: String) -> OpaquePointer? {
+        call(bus, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get", arguments: [interface, name])
+    }
+
+    /// A method call to ModemManager with string arguments; the reply (to unref), or nil on any failure.
+    private func call(_ bus: OpaquePointer, path: String, interface: String, member: String, arguments: [String] = []) -> OpaquePointer? {
+        var message: OpaquePointer?
+        guard sd_bus_message_new_method_call(bus, &message, Self.service, path, interface, member) >= 0, let message else { return nil }
+        defer { sd_bus_message_unref(message) }
+        for argument in arguments {
+            guard argument.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return nil }
+        }
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        guard sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply) >= 0 else { return nil }
+        return reply
+    }
+
+    /// Reads a variant holding `contents` with `read`; a variant of another type is skipped (nil).
+    private static func variant<T>(_ message: OpaquePointer, _ contents: String, _ read: (OpaquePointer) -> T?) -> T? {
+        guard sd_bus_message_enter_container(message, CChar(UInt8(ascii: "v")), contents) > 0 else {
+            _ = sd_bus_message_skip(message, "v")
+            return nil
+        }
+        let value = read(message)
+        _ = sd_bus_message_exit_container(message)
+        return value
+    }
+
+    /// Walks the `a{sv}` the message is at: `read` gets each key and either reads the variant (true) or leaves
+    /// it to be skipped (false). False when the dictionary is malformed.
+    private static func forEachProperty(_ message: OpaquePointer, _ read: (String) -> Bool) -> Bool {
+        guard sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return false }
+        while sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), "sv") > 0 {
+            var key: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &key) > 0, let key else { return false }
+            if !read(String(cString: key)) {
+                guard sd_bus_message_skip(message, "v") >= 0 else { return false }
+            }
+            guard sd_bus_message_exit_container(message) >= 0 else { return false }
+        }
+        return sd_bus_message_exit_container(message) >= 0
+    }
+}
+
+private let modemPropertiesChanged: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    Unmanaged<ModemManagerRoaming>.fromOpaque(context).takeUnretainedValue().propertiesChanged(message)
+    return 0
+}
+
+private let modemsChanged: sd_bus_message_handler_t = { message, context, _ in
+    guard let message, let context else { return 0 }
+    Unmanaged<ModemManagerRoaming>.fromOpaque(context).takeUnretainedValue().refreshFromCallback(message)
+    return 0
+}
