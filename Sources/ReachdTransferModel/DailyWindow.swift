@@ -103,12 +103,12 @@ public struct DailyWindow: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Local times in wait reasons: `01:00` within the next 24 hours, else `2026-11-27 01:00`.
+/// Local times in reasons: `01:00` later within the next 24 hours, else (further, or past) `2026-11-27 01:00`.
 enum LocalClockText {
     static func text(_ time: Timestamp, now: Timestamp, zone: any LocalTimeZone) -> String {
         let wall = zone.wallSeconds(at: time)
         let clock = DailyWindow.clock(Int(wall.floorMod(86_400) / 60))
-        let soon = time >= now && time.microseconds - now.microseconds < 86_400_000_000
+        let soon = time > now && time.microseconds - now.microseconds < 86_400_000_000
         return soon ? clock : "\(LocalDate(daysSinceEpoch: Int(wall.floorDiv(86_400)))) \(clock)"
     }
 }

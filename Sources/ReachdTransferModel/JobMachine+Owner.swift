@@ -123,7 +123,9 @@ extension JobMachine {
             next.reason = reason
         case .needSize:
             next.state = .deferred
-            next.reason = "deferred: the route is metered; asking the server for the size"
+            next.reason = route.verdict?.metered == false && job.constraints.network.contains(.withinBudget)
+                ? "deferred: asking the server for the size, to weigh it against the data budget"
+                : "deferred: the route is metered; asking the server for the size"
             if !probing {
                 probing = true
                 actions.append(.probeSize)

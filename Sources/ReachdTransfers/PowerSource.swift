@@ -2,6 +2,7 @@ import CSystemd
 import Logging
 import ReachdServiceKit
 import ReachdTransferModel
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -60,7 +61,12 @@ final class PowerSource: StartedComponent, @unchecked Sendable {
     static func start(on which: Bus, scheduler: TransferScheduler, logger: Logger) -> PowerSource? {
         guard which != .none else { return nil }
         do {
-            let source = try PowerSource(bus: which) { facts in Task { await scheduler.powerChanged(facts) } }
+            // Each hand-over takes the latest reading, so tasks that run out of order still leave the last one in force.
+            let latest = Mutex(PowerFacts())
+            let source = try PowerSource(bus: which) { facts in
+                latest.withLock { $0 = facts }
+                Task { await scheduler.powerChanged(latest.withLock { $0 }) }
+            }
             try source.start()
             return source
         } catch {

@@ -69,15 +69,15 @@ final class ConstraintGateTests: XCTestCase {
             ("within-budget: fits", job(["network": "within-budget"], total: 300_000_000), route(metered: true, budget: month), .run),
             ("within-budget: what is left of a partial file fits", job(["network": "within-budget"], total: 1_000_000_000, received: 700_000_000),
              route(metered: true, budget: month), .run),
-            ("within-budget: over", job(["network": "within-budget"], total: 10), route(budget: over),
+            ("within-budget: over", job(["network": "within-budget"], total: 10), route(metered: true, budget: over),
              .wait(reason: "waiting: 5.1 of 5.0 GB used on wwan0 today")),
             ("within-budget: no budget on the link", job(["network": "within-budget"]), route(metered: true), .run),
             ("not-roaming and within-budget: both hold", job(["network": "not-roaming,within-budget"], total: 1_000_000_000),
              route(metered: true, facts: home, budget: month), .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month; the job needs 1.0 GB more")),
         ]
         for (name, job, route, expected) in table { XCTAssertEqual(decide(job, route), expected, name) }
-        XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(budget: month), sizeChecked: false), .needSize)
-        XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(budget: month)),
+        XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(metered: true, budget: month), sizeChecked: false), .needSize)
+        XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(metered: true, budget: month)),
                        .wait(reason: "waiting: size unknown, so it may not fit the budget; 4.6 of 5.0 GB used on wwan0 this month"))
     }
 
