@@ -308,7 +308,8 @@ extension Job: Codable {
         try c.encode(priority, forKey: .priority)
         try c.encode(allowMetered, forKey: .allowMetered)
         try c.encode(allowInsecureAuth, forKey: .allowInsecureAuth)
-        try c.encode(constraints, forKey: .constraints)
+        // Only when there are any: the jobs without (most) keep their wire form, and events stay small.
+        if !constraints.isEmpty { try c.encode(constraints, forKey: .constraints) }
         try c.encode(sha256, forKey: .sha256)
         try c.encode(owner.uid, forKey: .uid)
         try c.encode(bytesReceived, forKey: .bytesReceived)

@@ -418,8 +418,6 @@ final class TransferModelTests: XCTestCase {
         let fresh = job("0123456789abcdef", 3)
         let text = String(decoding: try encoder.encode(fresh), as: UTF8.self)
         XCTAssertEqual(text, #"{"allowInsecureAuth":false,"allowMetered":false,"attempts":0,"bytesReceived":0,"bytesTotal":null,"#
-            + #""constraints":{"afterDeadline":"relax","deadline":null,"network":[],"notBefore":null,"now":false,"power":[],"storageNotLow":false,"#
-            + #""window":null},"#
             + #""created":"2023-11-14T22:13:20.000000Z","etag":null,"id":"0123456789abcdef","kind":"download","lastChecked":null,"lastModified":null,"#
             + #""nextCheck":null,"output":"/srv/x.iso","priority":"normal","reason":null,"refreshEvery":null,"retryAt":null,"sequence":3,"sha256":null,"#
             + #""state":"queued","uid":1000,"updated":"2023-11-14T22:13:20.000000Z","url":"http://mirror.test/x"}"#)
