@@ -2,7 +2,6 @@ import CSystemd
 import Logging
 import ReachdServiceKit
 import ReachdTransferModel
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,6 +26,8 @@ final class PowerSource: StartedComponent, @unchecked Sendable {
     private let onChange: @Sendable (PowerFacts) -> Void
     // Only touched on the bus thread.
     private var facts: PowerFacts?
+    /// The task that hands the readings to the scheduler; set once at start.
+    private var intake: Task<Void, Never>?
 
     /// Connects and subscribes; `onChange` gets every new reading (on the bus thread).
     init(bus: Bus, onChange: @escaping @Sendable (PowerFacts) -> Void) throws {
@@ -55,19 +56,20 @@ final class PowerSource: StartedComponent, @unchecked Sendable {
         connection.perform { [self] bus in refresh(bus) }
     }
 
-    func stop() async { connection.stop() }
+    func stop() async {
+        connection.stop()
+        intake?.cancel()
+    }
 
     /// Follows the power on `which` bus into `scheduler`, or nil (with a warning) when that bus cannot be used.
     static func start(on which: Bus, scheduler: TransferScheduler, logger: Logger) -> PowerSource? {
         guard which != .none else { return nil }
         do {
-            // Each hand-over takes the latest reading, so tasks that run out of order still leave the last one in force.
-            let latest = Mutex(PowerFacts())
-            let source = try PowerSource(bus: which) { facts in
-                latest.withLock { $0 = facts }
-                Task { await scheduler.powerChanged(latest.withLock { $0 }) }
-            }
+            // In order, and only the newest reading waits: the scheduler always ends with the last one.
+            let (readings, sink) = AsyncStream.makeStream(of: PowerFacts.self, bufferingPolicy: .bufferingNewest(1))
+            let source = try PowerSource(bus: which) { sink.yield($0) }
             try source.start()
+            source.intake = Task { for await facts in readings { await scheduler.powerChanged(facts) } }
             return source
         } catch {
             logger.warning("power: the \(which.rawValue) bus cannot be used (\(error)); power constraints are taken as met")
@@ -101,11 +103,13 @@ final class PowerSource: StartedComponent, @unchecked Sendable {
         onChange(read)
     }
 
-    private static func trivial<T>(_ bus: OpaquePointer, _ service: String, _ path: String, _ interface: String, _ member: String,
+    private static func trivial<T: BitwiseCopyable>(_ bus: OpaquePointer, _ service: String, _ path: String, _ interface: String, _ member: String,
                                    _ type: Character, _ value: inout T) -> Bool {
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
-        return sd_bus_get_property_trivial(bus, service, path, interface, member, &error, CChar(type.asciiValue!), &value) >= 0
+        return withUnsafeMutableBytes(of: &value) { bytes in
+            sd_bus_get_property_trivial(bus, service, path, interface, member, &error, CChar(type.asciiValue!), bytes.baseAddress) >= 0
+        }
     }
 
     private static func flag(_ bus: OpaquePointer, _ service: String, _ path: String, _ interface: String, _ member: String) -> Bool? {
