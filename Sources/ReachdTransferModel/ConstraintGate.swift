@@ -78,9 +78,9 @@ extension TransferGate {
             }
             relaxed = true
         }
-        if let wait = timeWait(asked, now: now, zone: zone) ?? powerWait(asked, route.facts.power) ?? storageWait(job, size: size, free: route.facts.freeBytes) {
-            return .wait(reason: wait)
-        }
+        if let wait = timeWait(asked, now: now, zone: zone) ?? powerWait(asked, route.facts.power) { return .wait(reason: wait) }
+        if asked.storageNotLow, job.kind == .download, route.facts.freeBytes != nil, size == nil, !sizeChecked { return .needSize }
+        if let wait = storageWait(job, size: size, free: route.facts.freeBytes) { return .wait(reason: wait) }
         if relaxed { return .run }
         guard !asked.network.isEmpty else {
             return decide(host: route.host, verdict: verdict, size: size, sizeChecked: sizeChecked, allowMetered: job.allowMetered)

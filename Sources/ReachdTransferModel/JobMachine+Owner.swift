@@ -123,8 +123,8 @@ extension JobMachine {
             next.reason = reason
         case .needSize:
             next.state = .deferred
-            next.reason = route.verdict?.metered == false && job.constraints.network.contains(.withinBudget)
-                ? "deferred: asking the server for the size, to weigh it against the data budget"
+            next.reason = route.verdict?.metered == false
+                ? "deferred: asking the server for the size, which its constraints weigh"
                 : "deferred: the route is metered; asking the server for the size"
             if !probing {
                 probing = true

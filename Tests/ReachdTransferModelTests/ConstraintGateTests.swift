@@ -111,6 +111,8 @@ final class ConstraintGateTests: XCTestCase {
         XCTAssertEqual(decide(job(["storageNotLow": "true"], total: 50_000_000, received: 40_000_000), free(10_000_000 + margin)), .run,
                        "the partial file's bytes are on the disk already")
         XCTAssertEqual(decide(large, free(nil)), .run, "free space not known")
+        XCTAssertEqual(decide(job(["storageNotLow": "true"], total: nil), free(1 << 40), sizeChecked: false), .needSize, "the size is asked first")
+        XCTAssertEqual(decide(job(["storageNotLow": "true"], total: nil), free(margin)), .run, "a size the server does not tell counts as none")
         XCTAssertEqual(decide(job(["storageNotLow": "true"], upload: true), free(0)), .run, "an upload writes nothing")
         XCTAssertEqual(decide(job([:]), free(0)), .run, "not asked")
     }

@@ -1,0 +1,67 @@
+import Foundation
+import ReachdModel
+import ReachdTransferModel
+import XCTest
+
+/// Jobs' constraints end to end through reachctl: a job held until its not-before time and woken by the
+/// scheduler's timer, a download that waits for free space on its destination, and the options' refusals.
+final class ConstraintIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    func testNotBeforeHoldsAJobUntilItsTimeAndTheTimerStartsIt() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.startDaemon()
+        let sum = try lab.serve("n.bin", bytes: 300_000)
+        let start = Timestamp(microseconds: Timestamp.now().microseconds + 4_000_000)
+        let id = try lab.add(lab.url("n.bin"), output: lab.out + "/n.bin", ["--not-before", start.description])
+        let waiting = try lab.waitFor(id, "waiting until its time") { $0.state == .deferred }
+        XCTAssertTrue((waiting.reason ?? "").hasPrefix("waiting until "), waiting.reason ?? "")
+        let listed = try lab.download(["show", id])
+        XCTAssertTrue(listed.out.contains("{not-before=\(start)}"), listed.out)
+        let done = try lab.waitFor(id, "completed after its time") { $0.state == .completed }
+        XCTAssertGreaterThanOrEqual(done.updated, start)
+        XCTAssertEqual(try lab.sha256(lab.out + "/n.bin"), sum)
+    }
+
+    func testStorageNotLowWaitsForFreeSpaceOnTheDestination() throws {
+        lab = try TransferLab()
+        // Mounted before the daemon starts: `ip netns exec` gives it a copy of the mount table (a remount's new size
+        // is the file system's own, so the daemon sees it).
+        let disk = try lab.smallDisk("small", size: "40M")
+        try lab.startTestServer()
+        try lab.startDaemon()
+        let sum = try lab.serve("s.bin", bytes: 3_000_000)
+        let id = try lab.add(lab.url("s.bin"), output: disk + "/s.bin", ["--storage-not-low"])
+        let waiting = try lab.waitFor(id, "waiting for free space") { $0.state == .deferred && ($0.reason ?? "").contains("free at the destination") }
+        XCTAssertTrue((waiting.reason ?? "").contains("the job needs 3.0 MB more"), waiting.reason ?? "")
+        XCTAssertEqual(waiting.bytesTotal, 3_000_000, "the size was asked first")
+        _ = try lab.lab.run("mount -o remount,size=200M \(disk)")
+        // The free space is looked at again every 30 s while a job asks for it.
+        let done = try lab.waitFor(id, "completed once there is room", timeout: 90) { $0.state == .completed }
+        XCTAssertEqual(done.bytesReceived, 3_000_000)
+        XCTAssertEqual(try lab.sha256(disk + "/s.bin"), sum)
+    }
+
+    func testConstraintOptionsAreChecked() throws {
+        lab = try TransferLab()
+        try lab.startDaemon()
+        let table: [([String], String)] = [
+            (["--window", "25:00-06:00"], "--window: \"window\" must be HH:MM-HH:MM"),
+            (["--network", "cheap"], "--network: \"network\" must list any, unmetered, not-roaming, within-budget"),
+            (["--power", "solar"], "--power: \"power\" must list"),
+            (["--not-before", "tomorrow"], "--not-before: \"notBefore\" must be an RFC 3339 time"),
+            (["--after-deadline", "fail"], "--after-deadline needs --deadline"),
+        ]
+        for (options, message) in table {
+            let result = try lab.download(["add", lab.url("x.bin"), "--output", lab.out + "/x.bin"] + options)
+            XCTAssertEqual(result.status, 64, "\(options): \(result.err)")
+            XCTAssertTrue(result.err.contains(message), "\(options): \(result.err)")
+        }
+    }
+}
