@@ -48,6 +48,34 @@ final class ConstraintIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(disk + "/s.bin"), sum)
     }
 
+    /// reachd with a data budget on wwan0 (the only uplink): a job that does not fit what is left waits, saying how
+    /// much is used; with a larger budget (reachd restarted) it runs on the metered link and completes.
+    func testWithinBudgetWaitsWhileTheJobDoesNotFitTheBudgetOfItsLink() throws {
+        lab = try TransferLab(eth0: false)
+        try lab.startTestServer()
+        let state = lab.lab.directory + "/reachd-state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        func startReachd(limit: Int) throws {
+            try lab.lab.startDaemon(config: "[[budget]]\ninterface = \"wwan*\"\nlimit = \(limit)\nperiod = \"day\"\n",
+                                    arguments: ["--sysfs-root", "/sys", "--state-directory", state])
+        }
+        try startReachd(limit: 2_000_000)
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n",
+                            arguments: ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath])
+        let sum = try lab.serve("b.bin", bytes: 3_000_000)
+        let id = try lab.add(lab.url("b.bin"), output: lab.out + "/b.bin", ["--network", "within-budget"])
+        let waiting = try lab.waitFor(id, "waiting for the budget") { ($0.reason ?? "").contains("used on wwan0 today") }
+        XCTAssertEqual(waiting.state, .deferred)
+        XCTAssertTrue((waiting.reason ?? "").hasSuffix("of 2.0 MB used on wwan0 today; the job needs 3.0 MB more"), waiting.reason ?? "")
+        XCTAssertEqual(lab.gets("b.bin").count, 0, "only its size was asked")
+
+        _ = lab.lab.stopDaemon()
+        try startReachd(limit: 100_000_000)
+        let done = try lab.waitFor(id, "completed within the larger budget") { $0.state == .completed }
+        XCTAssertEqual(done.bytesReceived, 3_000_000)
+        XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
+    }
+
     func testConstraintOptionsAreChecked() throws {
         lab = try TransferLab()
         try lab.startDaemon()
