@@ -29,6 +29,32 @@ final class ConstraintIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/n.bin"), sum)
     }
 
+    /// A deadline that relaxes lets a large job waiting for an unmetered route use the metered one once it has
+    /// passed; one that fails ends a job still held back when it passes; a user-initiated job (`--now`) runs at once.
+    func testDeadlinesRelaxOrFailAndNowRunsAtOnce() throws {
+        lab = try TransferLab(eth0: false)
+        try lab.startTestServer()
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n")
+        let sum = try lab.serve("d.bin", bytes: 3_000_000)
+        let deadline = Timestamp(microseconds: Timestamp.now().microseconds + 3_000_000)
+        let relaxed = try lab.add(lab.url("d.bin"), output: lab.out + "/d.bin", ["--deadline", deadline.description])
+        let failing = try lab.add(lab.url("d.bin"), output: lab.out + "/e.bin",
+                                  ["--deadline", deadline.description, "--after-deadline", "fail", "--not-before", "2099-01-01T00:00:00Z"])
+        let waiting = try lab.waitFor(relaxed, "waiting for an unmetered route") { $0.state == .deferred && ($0.reason ?? "").contains("metered (wwan0)") }
+        XCTAssertEqual(waiting.bytesReceived, 0)
+        let done = try lab.waitFor(relaxed, "completed on wwan0 after its deadline") { $0.state == .completed }
+        XCTAssertGreaterThanOrEqual(done.updated, deadline)
+        XCTAssertEqual(try lab.sha256(lab.out + "/d.bin"), sum)
+        let failed = try lab.waitFor(failing, "failed at its deadline") { $0.state.isTerminal }
+        XCTAssertEqual(failed.state, .failed)
+        XCTAssertTrue((failed.reason ?? "").hasPrefix("failed: its deadline ("), failed.reason ?? "")
+
+        let now = try lab.add(lab.url("d.bin"), output: lab.out + "/n.bin", ["--now", "--not-before", "2099-01-01T00:00:00Z"])
+        let ran = try lab.waitFor(now, "completed at once on wwan0") { $0.state.isTerminal }
+        XCTAssertEqual(ran.state, .completed, ran.reason ?? "")
+        XCTAssertEqual(try lab.sha256(lab.out + "/n.bin"), sum)
+    }
+
     /// A real window of local time that opens at the next minute (the host's zone, as the daemon reads it): the
     /// job waits with the window's time in its reason, and the timer starts it when the window opens.
     func testAWindowOpeningAtTheNextMinuteStartsTheJob() throws {
