@@ -39,7 +39,7 @@ public struct TransferRequest: Hashable, Sendable {
 extension TransferRequest: Encodable {
     private enum CodingKeys: String, CodingKey {
         case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery, allowInsecureAuth
-        case file, method, fields, fileField
+        case file, method, fields, fileField, constraints
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -55,6 +55,7 @@ extension TransferRequest: Encodable {
             try c.encodeIfPresent(download.sha256, forKey: .sha256)
             try c.encodeIfPresent(download.refreshSeconds, forKey: .refreshEvery)
             if download.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
+            if !download.constraints.isEmpty { try c.encode(download.constraints, forKey: .constraints) }
         }
         if let upload {
             try c.encode(upload.file, forKey: .file)
@@ -65,6 +66,7 @@ extension TransferRequest: Encodable {
             try c.encode(upload.allowMetered, forKey: .allowMetered)
             try c.encode(upload.priority, forKey: .priority)
             if upload.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
+            if !upload.constraints.isEmpty { try c.encode(upload.constraints, forKey: .constraints) }
         }
         try c.encodeIfPresent(fetch, forKey: .url)
     }
@@ -150,6 +152,10 @@ public enum TransferRequestParser {
                 spec.refreshSeconds = Int64(seconds)
             default: return bad("\"refreshEvery\" must be a number of seconds from 1 to \(RefreshInterval.maximumSeconds)")
             }
+            switch readConstraints(fields["constraints"]) {
+            case .success(let constraints): spec.constraints = constraints
+            case .failure(let refusal): return bad(refusal.message)
+            }
             request.download = spec
         case .upload:
             guard case .string(let url)? = fields["url"] else { return bad("upload needs \"url\" as a string") }
@@ -178,6 +184,10 @@ public enum TransferRequestParser {
             }
             if let refusal = readCommon(fields, allowMetered: &spec.allowMetered, allowInsecureAuth: &spec.allowInsecureAuth,
                                         priority: &spec.priority) { return bad(refusal) }
+            switch readConstraints(fields["constraints"]) {
+            case .success(let constraints): spec.constraints = constraints
+            case .failure(let refusal): return bad(refusal.message)
+            }
             request.upload = spec
         case .fetch:
             guard case .string(let url)? = fields["url"] else { return bad("fetch needs \"url\" as a string") }

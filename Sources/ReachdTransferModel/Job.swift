@@ -55,6 +55,7 @@ public struct UploadSpec: Hashable, Sendable {
     public var allowMetered: Bool
     public var priority: Priority
     public var allowInsecureAuth: Bool
+    public var constraints = JobConstraints()
 
     public init(file: String, url: String, method: UploadMethod = .put, fields: [FormField] = [], fileField: String = "file",
                 allowMetered: Bool = false, priority: Priority = .normal, allowInsecureAuth: Bool = false) {
@@ -99,6 +100,8 @@ public struct DownloadSpec: Hashable, Sendable, Codable {
     public var refreshSeconds: Int64?
     /// Send netrc credentials over plain http too (otherwise such a job fails rather than expose them).
     public var allowInsecureAuth: Bool
+    /// When the job may run, beside its route (none: the metered rule).
+    public var constraints = JobConstraints()
 
     public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil,
                 refreshSeconds: Int64? = nil, allowInsecureAuth: Bool = false) {
@@ -178,6 +181,8 @@ public struct Job: Hashable, Sendable {
     public var allowMetered: Bool
     /// Send netrc credentials over plain http too.
     public var allowInsecureAuth: Bool
+    /// When the job may run, beside its route.
+    public var constraints: JobConstraints
     public var sha256: String?
     public var owner: Owner
     /// Bytes moved: of a download on disk (partial while running), of an upload sent in the current attempt.
@@ -225,6 +230,7 @@ public struct Job: Hashable, Sendable {
         self.priority = spec.priority
         self.allowMetered = spec.allowMetered
         self.allowInsecureAuth = spec.allowInsecureAuth
+        self.constraints = spec.constraints
         self.sha256 = spec.sha256
         self.owner = owner
         self.bytesReceived = 0
@@ -246,6 +252,7 @@ public struct Job: Hashable, Sendable {
         self.init(id: id, sequence: sequence, spec: DownloadSpec(url: spec.url, output: spec.file, allowMetered: spec.allowMetered,
                                                                  priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth),
                   owner: owner, created: created)
+        constraints = spec.constraints
         kind = .upload
         method = spec.method
         fields = spec.method == .post ? spec.fields : []
@@ -277,7 +284,7 @@ extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
         case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck, allowInsecureAuth
-        case kind, method, fields, fileField, responseStatus, responseBody
+        case kind, method, fields, fileField, responseStatus, responseBody, constraints
     }
 
     /// The validators shown: those of the file in place once there is one, else of the version being fetched.
@@ -301,6 +308,8 @@ extension Job: Codable {
         try c.encode(priority, forKey: .priority)
         try c.encode(allowMetered, forKey: .allowMetered)
         try c.encode(allowInsecureAuth, forKey: .allowInsecureAuth)
+        // Only when there are any: the jobs without (most) keep their wire form, and events stay small.
+        if !constraints.isEmpty { try c.encode(constraints, forKey: .constraints) }
         try c.encode(sha256, forKey: .sha256)
         try c.encode(owner.uid, forKey: .uid)
         try c.encode(bytesReceived, forKey: .bytesReceived)
@@ -333,6 +342,7 @@ extension Job: Codable {
         priority = try c.decode(Priority.self, forKey: .priority)
         allowMetered = try c.decode(Bool.self, forKey: .allowMetered)
         allowInsecureAuth = try c.decodeIfPresent(Bool.self, forKey: .allowInsecureAuth) ?? false
+        constraints = try c.decodeIfPresent(JobConstraints.self, forKey: .constraints) ?? JobConstraints()
         sha256 = try c.decodeIfPresent(String.self, forKey: .sha256)
         owner = Owner(uid: try c.decode(UInt32.self, forKey: .uid), gid: 0)
         bytesReceived = try c.decode(Int64.self, forKey: .bytesReceived)

@@ -1,13 +1,15 @@
 import ReachdModel
 
-/// The job's host and the verdict last heard for it (nil: none yet).
+/// The job's host and the verdict last heard for it (nil: none yet), with the facts its constraints weigh.
 public struct JobRoute: Hashable, Sendable {
     public var host: String
     public var verdict: Verdict?
+    public var facts: GateFacts
 
-    public init(host: String, verdict: Verdict?) {
+    public init(host: String, verdict: Verdict?, facts: GateFacts = GateFacts()) {
         self.host = host
         self.verdict = verdict
+        self.facts = facts
     }
 }
 
@@ -28,16 +30,19 @@ public struct JobMoment: Hashable, Sendable {
 }
 
 /// The settings every job machine follows.
-public struct JobRules: Hashable, Sendable {
+public struct JobRules: Sendable {
     public var gate: TransferGate
+    /// The local time zone daily windows and wait reasons are read in.
+    public var zone: any LocalTimeZone
     public var retry: RetryPolicy
     public var checkpoint: ProgressCheckpoint
     /// Progress events to watchers at most this often per job.
     public var eventIntervalSeconds: Double
 
     public init(gate: TransferGate = TransferGate(), retry: RetryPolicy = RetryPolicy(), checkpoint: ProgressCheckpoint = ProgressCheckpoint(),
-                eventIntervalSeconds: Double = 0.25) {
+                eventIntervalSeconds: Double = 0.25, zone: any LocalTimeZone = SystemTimeZone()) {
         self.gate = gate
+        self.zone = zone
         self.retry = retry
         self.checkpoint = checkpoint
         self.eventIntervalSeconds = eventIntervalSeconds

@@ -84,11 +84,18 @@ extension JobMachine {
             sizeChecked = false
             update(next)
         }
+        timeEdge = rules.gate.nextTimeEdge(job: job, now: now, zone: rules.zone)
         if attempt == nil {
             decideWaiting(route, now: now)
-        } else if attempt?.intent == nil, case .wait(let reason) = decision(route: route, size: job.bytesTotal, sizeChecked: true) {
-            actions.append(.log("job \(id): stopping, \(reason)", metadata: [:]))
-            stop(.deferral(reason))
+        } else if attempt?.intent == nil {
+            // A constraint that stops holding pauses the transfer as a metered route does; a deadline that fails the
+            // job stops it first, and the job fails once the attempt is over.
+            switch decision(route: route, size: job.bytesTotal, sizeChecked: true, now: now) {
+            case .wait(let reason), .fail(let reason):
+                actions.append(.log("job \(id): stopping, \(reason)", metadata: [:]))
+                stop(.deferral(reason))
+            case .run, .needSize: break
+            }
         }
     }
 
@@ -100,7 +107,14 @@ extension JobMachine {
             return update(next)
         }
         next.retryAt = nil
-        switch decision(route: route, size: job.bytesTotal, sizeChecked: sizeChecked || job.bytesTotal != nil) {
+        switch decision(route: route, size: job.bytesTotal, sizeChecked: sizeChecked || job.bytesTotal != nil, now: now) {
+        case .fail(let reason):
+            next.state = .failed
+            next.reason = reason
+            timeEdge = nil
+            update(next)
+            actions += [.unwatchHost, .log("job \(id): \(reason)", metadata: [:])]
+            return
         case .run:
             next.state = .queued
             next.reason = nil
@@ -109,7 +123,9 @@ extension JobMachine {
             next.reason = reason
         case .needSize:
             next.state = .deferred
-            next.reason = "deferred: the route is metered; asking the server for the size"
+            next.reason = route.verdict?.metered == false
+                ? "deferred: asking the server for the size, which its constraints weigh"
+                : "deferred: the route is metered; asking the server for the size"
             if !probing {
                 probing = true
                 actions.append(.probeSize)

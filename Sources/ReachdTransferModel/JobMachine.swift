@@ -45,6 +45,8 @@ public struct JobMachine: Sendable {
     public internal(set) var sizeChecked = false
     /// Monotonic seconds of the last event to watchers.
     public internal(set) var lastEventSeconds: Double?
+    /// When the job's constraints may decide otherwise with the clock alone (a window's edge, not-before, the deadline).
+    public internal(set) var timeEdge: Timestamp?
     let rules: JobRules
 
     /// The moment of the event being handled, and the actions it produced so far.
@@ -61,16 +63,18 @@ public struct JobMachine: Sendable {
     /// A finished job: completed (and not kept fresh), failed or cancelled. Expiry and `clean` drop these.
     public var isFinished: Bool { job.state.isTerminal && !(job.state == .completed && job.refreshSeconds != nil) }
 
-    /// When the job wants to be reconsidered: a retry's time, or a completed job's next refresh check.
+    /// When the job wants to be reconsidered: a retry's time, a constraint's time edge, or a completed job's next
+    /// refresh check.
     public var wakeAt: Timestamp? {
         if job.state == .completed { return job.nextCheck }
-        return !job.state.isTerminal && job.state != .paused ? job.retryAt : nil
+        guard !job.state.isTerminal && job.state != .paused else { return nil }
+        return [job.retryAt, timeEdge].compactMap { $0 }.min()
     }
 
-    /// The transfer may go on with `total` bytes on `route` (asked by the fetcher once the size is known).
-    public func allows(total: Int64?, route: JobRoute) -> Bool {
+    /// The transfer may go on with `total` bytes on `route` at `now` (asked by the fetcher once the size is known).
+    public func allows(total: Int64?, route: JobRoute, at now: Timestamp) -> Bool {
         guard attempt?.intent == nil else { return false }
-        return decision(route: route, size: total, sizeChecked: true) == .run
+        return decision(route: route, size: total, sizeChecked: true, now: now) == .run
     }
 
     /// Handles one event at `moment`; returns what the shell must do, in order.
@@ -109,9 +113,8 @@ public struct JobMachine: Sendable {
 
     /// The gate's decision on `route`; a refresh check is its own size probe (a 304 costs nothing, a large
     /// new body is stopped at its head).
-    func decision(route: JobRoute, size: Int64?, sizeChecked: Bool) -> TransferGate.Decision {
-        let decision = rules.gate.decide(host: route.host, verdict: route.verdict, size: size, sizeChecked: sizeChecked,
-                                         allowMetered: job.allowMetered)
+    func decision(route: JobRoute, size: Int64?, sizeChecked: Bool, now: Timestamp) -> TransferGate.Decision {
+        let decision = rules.gate.decide(job: job, route: route, size: size, sizeChecked: sizeChecked, now: now, zone: rules.zone)
         if case .needSize = decision, job.isRefreshing { return .run }
         return decision
     }

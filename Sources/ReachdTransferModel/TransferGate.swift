@@ -18,6 +18,8 @@ public struct TransferGate: Hashable, Sendable {
         case wait(reason: String)
         /// Metered route and the size is unknown: ask the server for the size (HEAD) before deciding.
         case needSize
+        /// The job's constraints end it (its deadline passed, as its owner chose).
+        case fail(reason: String)
     }
 
     /// Large: bigger than the threshold, or of unknown size.

@@ -105,6 +105,10 @@ public final class JobStore: Sendable {
             try db.create(index: "cacheEntryLastUsed", on: "cacheEntry", columns: ["lastUsed"])
             try db.create(index: "cacheEntryUidLastUsed", on: "cacheEntry", columns: ["uid", "lastUsed"])
         }
+        migrator.registerMigration("v9: job constraints") { db in
+            // Earlier jobs have none: the metered rule, as before.
+            try db.alter(table: "job") { t in t.add(column: "constraints", .text).notNull().defaults(to: "{}") }
+        }
         return migrator
     }
 
@@ -135,8 +139,8 @@ public final class JobStore: Sendable {
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
                       bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
                       refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth,
-                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong, constraints)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
@@ -146,7 +150,7 @@ public final class JobStore: Sendable {
                     job.refreshSeconds, job.lastChecked?.microseconds, job.nextCheck?.microseconds, job.current.etag, job.current.lastModified,
                     job.allowInsecureAuth,
                     job.kind.rawValue, job.method?.rawValue, Self.encode(job.fields), job.fileField, job.responseStatus, job.responseBody,
-                    job.validators.lastModifiedIsStrong,
+                    job.validators.lastModifiedIsStrong, Self.encode(job.constraints),
                 ]
             )
         }
@@ -154,6 +158,10 @@ public final class JobStore: Sendable {
 
     private static func encode(_ fields: [FormField]) -> String {
         String(decoding: (try? JSONEncoder().encode(fields)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+
+    private static func encode(_ constraints: JobConstraints) -> String {
+        String(decoding: (try? JSONEncoder().encode(constraints)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     private static func job(_ row: Row) throws -> Job {
@@ -185,6 +193,7 @@ public final class JobStore: Sendable {
         job.fileField = row["fileField"]
         job.responseStatus = row["responseStatus"]
         job.responseBody = row["responseBody"]
+        job.constraints = (try? JSONDecoder().decode(JobConstraints.self, from: Data((row["constraints"] as String).utf8))) ?? JobConstraints()
         return job
     }
 }

@@ -121,13 +121,29 @@ final class TransferBusService: @unchecked Sendable {
                 case ("RefreshEvery", .string(let text)):
                     guard let seconds = RefreshInterval.seconds(text) else { return invalid("RefreshEvery must be a duration like 90s, 15m, 6h or 2d") }
                     spec.refreshSeconds = seconds
-                default: return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s)")
+                case (let name, _) where constraintKeys[name] != nil:
+                    let text: String
+                    switch value {
+                    case .string(let string): text = string
+                    case .bool(let flag): text = flag ? "true" : "false"
+                    default: return invalid("\(name) has the wrong type")
+                    }
+                    if let refusal = spec.constraints.set(constraintKeys[name]!, to: text) { return invalid("\(name): \(refusal)") }
+                default:
+                    return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s, "
+                        + "Network s, Power s, NotBefore s, Window s, Deadline s, AfterDeadline s, StorageNotLow b, Now b)")
                 }
             }
             return .success(TransferRequest(op: .add, download: spec))
         default: return invalid("unknown method \(member)")
         }
     }
+
+    /// Add's options for the job's constraints, and the keys `JobConstraints.set` knows them by.
+    private static let constraintKeys = [
+        "Network": "network", "Power": "power", "NotBefore": "notBefore", "Window": "window", "Deadline": "deadline",
+        "AfterDeadline": "afterDeadline", "StorageNotLow": "storageNotLow", "Now": "now",
+    ]
 
     private static func readString(_ call: OpaquePointer) -> String? {
         var pointer: UnsafePointer<CChar>?
@@ -198,6 +214,7 @@ final class TransferBusService: @unchecked Sendable {
             ("BytesReceived", .int64(job.bytesReceived)), ("BytesTotal", .int64(job.bytesTotal ?? -1)),
             ("Reason", .string(job.reason ?? "")), ("RefreshEvery", .int64(job.refreshSeconds ?? 0)),
             ("LastChecked", .string(job.lastChecked?.description ?? "")), ("NextCheck", .string(job.nextCheck?.description ?? "")),
+            ("Constraints", .string(job.constraints.summary)),
         ]
     }
 

@@ -66,7 +66,7 @@ extension TransferScheduler {
 
     func allows(jobID: String, total: Int64?) -> Bool {
         guard let machine = machines[jobID] else { return false }
-        return machine.allows(total: total, route: route(of: machine.job))
+        return machine.allows(total: total, route: route(of: machine.job), at: .now())
     }
 
     func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) {

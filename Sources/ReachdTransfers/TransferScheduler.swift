@@ -60,6 +60,8 @@ actor TransferScheduler: FetchObserver {
     var wakeTimer: Task<Void, Never>?
     /// Set by `stopAll`: from then on no transfer starts and no timer is armed.
     var stopping = false
+    /// The host's power as last heard (UPower, power-profiles-daemon); nothing known satisfies every power constraint.
+    var power = PowerFacts()
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, settings: Settings, metrics: TransferMetrics? = nil,
          logger: Logger) {
@@ -202,10 +204,11 @@ actor TransferScheduler: FetchObserver {
 
     // MARK: Scheduling
 
-    /// The job's host and its verdict as last heard.
+    /// The job's host and its verdict as last heard, with the facts its constraints weigh.
     func route(of job: Job) -> JobRoute {
         let host = jobHosts.host(of: job.id) ?? ((try? TransferURL(job.url).host) ?? "?")
-        return JobRoute(host: host, verdict: jobHosts.verdict(forHost: host)?.verdict)
+        let verdict = jobHosts.verdict(forHost: host)?.verdict
+        return JobRoute(host: host, verdict: verdict, facts: facts(for: job, verdict: verdict))
     }
 
     /// Re-decides every job against its route and the clock, then starts queued ones in order up to the limit

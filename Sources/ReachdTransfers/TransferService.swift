@@ -22,6 +22,8 @@ public struct TransferServiceOptions: Sendable {
     public var bus: Bus
     /// The bus where NetworkManager's metered flags are read (none: not at all).
     public var networkManager: Bus
+    /// The bus where UPower and power-profiles-daemon are read (none: power constraints are taken as met).
+    public var power: Bus
     /// Who may use this instance.
     public var access: InstanceAccess
     /// Where per-host verdicts come from.
@@ -38,8 +40,9 @@ public struct TransferServiceOptions: Sendable {
 
     public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration, access: InstanceAccess,
                 verdicts: VerdictSource, watcher: NetworkView.Options = .init(),
-                bus: Bus = .system, networkManager: Bus = .system) {
+                bus: Bus = .system, networkManager: Bus = .system, power: Bus = .system) {
         self.access = access
+        self.power = power
         self.verdicts = verdicts
         self.bus = bus
         self.networkManager = networkManager
@@ -93,6 +96,7 @@ public enum TransferService {
         }
         services.add(started: scheduler)
         try await scheduler.load()
+        if let power = PowerSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: power) }
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
         try makeDirectory(options.cacheDirectory, mode: mode_t(CacheLayout.directoryMode(shared: shared)))

@@ -81,20 +81,22 @@ func formatted(_ value: Double, digits: Int) -> String {
     return "\(whole)." + String(repeating: "0", count: max(0, digits - text.count)) + text
 }
 
-/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL  [status]`;
+/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)  {constraints}`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL  [status]`;
 /// terminal-safe (paths, URLs and reasons come from other users and servers).
 func humanLine(_ job: Job) -> String {
+    let constraints = job.constraints.isEmpty ? "" : "  {\(job.constraints.summary)}"
     if job.kind == .upload {
         let total = job.bytesTotal.map(byteCount) ?? "?"
         let status = job.responseStatus.map { "  [\($0)]" } ?? ""
         let reason = job.reason.map { "  (\($0))" } ?? ""
-        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)  \(job.output) -> \(job.url)\(status)\(reason)".terminalSafe
+        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)  \(job.output) -> \(job.url)\(status)\(reason)\(constraints)"
+            .terminalSafe
     }
     let total = job.bytesTotal.map(byteCount) ?? "?"
     let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesReceived) * 100 / Double($0)))%" : nil } ?? ""
     let reason = job.reason.map { "  (\($0))" } ?? ""
     let refresh = job.nextCheck.map { "  next check \($0)" } ?? ""
-    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)\(refresh)".terminalSafe
+    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)\(refresh)\(constraints)".terminalSafe
 }
 
 extension Reachctl {
@@ -119,7 +121,9 @@ extension Reachctl.Download {
             discussion: examples(
                 "reachctl download add https://mirror.example/big.iso --output big.iso",
                 "reachctl download add https://mirror.example/big.iso --output /srv/mirror/big.iso --priority high --sha256 HEX",
-                "reachctl download add https://example.org/feed.xml --output feed.xml --refresh-every 6h"
+                "reachctl download add https://example.org/feed.xml --output feed.xml --refresh-every 6h",
+                "reachctl download add https://mirror.example/big.iso --output big.iso --window 01:00-06:00 --power on-ac-power",
+                "reachctl download add https://mirror.example/big.iso --output big.iso --network not-roaming,within-budget"
             )
         )
 
@@ -134,6 +138,7 @@ extension Reachctl.Download {
         @Option(help: "Expected SHA-256 (hex) of the whole file; a mismatch fails the job.") var sha256: String?
         @Option(help: "Keep the file fresh: check the server this often (e.g. 90s, 15m, 6h, 2d) with a conditional request.")
         var refreshEvery: String?
+        @OptionGroup(title: "Constraints") var constraints: ConstraintOptions
 
         private var json: Bool { printing.json }
 
@@ -149,9 +154,10 @@ extension Reachctl.Download {
         }
 
         func run() throws {
-            let spec = DownloadSpec(url: url, output: absolutePath(output), allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
+            var spec = DownloadSpec(url: url, output: absolutePath(output), allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
                                     sha256: sha256?.lowercased(), refreshSeconds: refreshEvery.flatMap(RefreshInterval.seconds),
                                     allowInsecureAuth: allowInsecureAuth)
+            spec.constraints = try constraints.constraints()
             let client = transfers.connect()
             let job = transferCall(transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)

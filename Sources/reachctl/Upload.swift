@@ -42,6 +42,7 @@ extension Reachctl {
         @Flag(help: "Run even when the route to the server is metered.") var allowMetered = false
         @Flag(help: "Send netrc credentials over plain http too (they are readable on the way).") var allowInsecureAuth = false
         @Option(help: "low, normal or high.", completion: .list(Priority.allCases.map(\.rawValue))) var priority: String = "normal"
+        @OptionGroup(title: "Constraints") var constraints: ConstraintOptions
 
         private var json: Bool { output.json }
 
@@ -59,9 +60,10 @@ extension Reachctl {
                 let equals = field.firstIndex(of: "=")!
                 return FormField(name: String(field[..<equals]), value: String(field[field.index(after: equals)...]))
             }
-            let spec = UploadSpec(file: path, url: to, method: UploadMethod(rawValue: method.uppercased()) ?? .put, fields: form,
+            var spec = UploadSpec(file: path, url: to, method: UploadMethod(rawValue: method.uppercased()) ?? .put, fields: form,
                                   fileField: fileField, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
                                   allowInsecureAuth: allowInsecureAuth)
+            spec.constraints = try constraints.constraints()
             let client = transfers.connect()
             let job = transferCall(transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)

@@ -78,6 +78,9 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Bus where NetworkManager's metered flags are read.")
     var networkmanager: Bus = .system
 
+    @Option(help: "Bus where UPower and power-profiles-daemon are read, for jobs' power constraints (none: they are taken as met).")
+    var power: Bus = .system
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
         guard ["auto", "reachd", "netlink"].contains(verdicts) else { throw ValidationError("--verdicts must be auto, reachd or netlink") }
@@ -133,7 +136,7 @@ struct TransfersCommand: AsyncParsableCommand {
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration, access: access,
                     verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus ?? (system ? .system : .session),
-                    networkManager: networkmanager
+                    networkManager: networkmanager, power: power
                 ),
                 logger: logger
             )

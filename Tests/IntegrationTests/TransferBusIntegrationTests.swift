@@ -1,4 +1,5 @@
 import Foundation
+import ReachdTransferModel
 import XCTest
 
 /// org.reachd.Transfers1 on a private dbus-daemon (with the repository's policy file included), served by the
@@ -42,7 +43,8 @@ final class TransferBusIntegrationTests: XCTestCase {
         defer { monitor.terminate(); monitor.waitUntilExit() }
 
         let added = try call("Add", "'ssa{sv}' \(lab.url("b.bin")) \(lab.out)/b.bin 2 Priority s high Sha256 s \(sum)")
-        XCTAssertTrue(added.hasPrefix("a{sv} 14 "), added)
+        XCTAssertTrue(added.hasPrefix("a{sv} 15 "), added)
+        XCTAssertTrue(added.contains(#""Constraints" s """#), "no constraints: empty: \(added)")
         XCTAssertTrue(added.contains(#""Priority" s "high""#) && added.contains(#""Uid" u 0"#), added)
         let id = try id(in: added)
         try lab.waitFor(id, "completed") { $0.state == .completed }
@@ -69,6 +71,23 @@ final class TransferBusIntegrationTests: XCTestCase {
         let refreshed = try call("Refresh", "s \(id)")
         XCTAssertTrue(refreshed.contains(#""Id" s "\#(id)""#), refreshed)
         try lab.waitFor(id, "checked") { $0.state == .completed && $0.lastChecked != nil && $0.reason == nil && $0.nextCheck == nil }
+    }
+
+    func testAddTakesConstraints() throws {
+        try lab.serve("c.bin", bytes: 1000)
+        let added = try call("Add", "'ssa{sv}' \(lab.url("c.bin")) \(lab.out)/c.bin 3 NotBefore s 2099-01-01T00:00:00Z "
+            + "Network s not-roaming,within-budget StorageNotLow b true")
+        XCTAssertTrue(added.contains(#""Constraints" s "network=not-roaming,within-budget not-before=2099-01-01T00:00:00.000000Z storage-not-low""#), added)
+        let id = try id(in: added)
+        let waiting = try lab.waitFor(id, "waiting until 2099") { $0.state == .deferred && ($0.reason ?? "").hasPrefix("waiting until 2099-01-01 ") }
+        XCTAssertEqual(waiting.constraints.network, [.notRoaming, .withinBudget])
+        XCTAssertTrue(try call("Show", "s \(id)").contains("waiting until 2099-01-01 "))
+        XCTAssertThrowsError(try call("Add", "'ssa{sv}' \(lab.url("c.bin")) \(lab.out)/d.bin 1 Window s 25:00-06:00")) {
+            XCTAssertTrue("\($0)".contains("Window: \"window\" must be HH:MM-HH:MM"), "\($0)")
+        }
+        XCTAssertThrowsError(try call("Add", "'ssa{sv}' \(lab.url("c.bin")) \(lab.out)/d.bin 1 Now s yes")) {
+            XCTAssertTrue("\($0)".contains("Now"), "\($0)")
+        }
     }
 
     func testCallsActAsTheCaller() throws {

@@ -238,6 +238,7 @@ final class TransferLab {
             + ["--socket", socketPath, "--state-dir", stateDirectory, "--cache-dir", cacheDirectory,
                "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
             + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"])
+            + (arguments.contains("--power") ? [] : ["--power", "none"])
             + (arguments.contains("--verdicts") ? [] : ["--verdicts", "netlink"]) + arguments
         if let config {
             let path = lab.directory + "/transfers.toml"

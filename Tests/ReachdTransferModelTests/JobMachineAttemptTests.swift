@@ -47,12 +47,12 @@ final class JobMachineAttemptTests: XCTestCase {
         var large = F.job()
         large.bytesTotal = 5000
         var machine = F.running(large)
-        XCTAssertTrue(machine.allows(total: 5000, route: F.unmetered))
-        XCTAssertFalse(machine.allows(total: 5000, route: F.metered))
-        XCTAssertTrue(machine.allows(total: 500, route: F.metered))
+        XCTAssertTrue(machine.allows(total: 5000, route: F.unmetered, at: F.at(2).now))
+        XCTAssertFalse(machine.allows(total: 5000, route: F.metered, at: F.at(2).now))
+        XCTAssertTrue(machine.allows(total: 500, route: F.metered, at: F.at(2).now))
         XCTAssertEqual(machine.handle(.reevaluate(F.metered), at: F.at(2)).effects, [.stopAttempt])
         XCTAssertEqual(machine.handle(.reevaluate(F.metered), at: F.at(2)).effects, [], "stopped once")
-        XCTAssertFalse(machine.allows(total: 500, route: F.unmetered), "a transfer being stopped may not go on")
+        XCTAssertFalse(machine.allows(total: 500, route: F.unmetered, at: F.at(2).now), "a transfer being stopped may not go on")
         let actions = machine.handle(.attemptEnded(.stopped, partialSize: 700), at: F.at(3))
         XCTAssertEqual(actions.effects, [.attemptOver, .reschedule])
         XCTAssertEqual(machine.job.state, .deferred)
@@ -280,7 +280,7 @@ final class JobMachineAttemptTests: XCTestCase {
         XCTAssertNil(checked.attempt)
         _ = checked.handle(.resume, at: F.at(5))
         _ = checked.handle(.start, at: F.at(6))
-        XCTAssertTrue(checked.allows(total: 10, route: F.unmetered))
+        XCTAssertTrue(checked.allows(total: 10, route: F.unmetered, at: F.at(20).now))
         XCTAssertEqual(checked.attempt?.progressed, false)
     }
 

@@ -160,6 +160,27 @@ final class TransferSchedulerTests: XCTestCase {
         }
     }
 
+    /// A power change reaches every job's gate: on battery a job that asks for AC power waits (a running one is
+    /// stopped), on AC it runs; its constraints are kept in the store.
+    func testPowerChangesStopAndStartAJobThatAsksForACPower() async throws {
+        let server = try SilentServer()
+        var spec = DownloadSpec(url: "http://127.0.0.1:\(server.port)/a", output: directory + "/a")
+        XCTAssertNil(spec.constraints.set("power", to: "on-ac-power"))
+        try await withScheduler(hosts: FixedHosts(reachable: true)) { scheduler, store in
+            await scheduler.powerChanged(PowerFacts(onBattery: true, batteryPercent: 35))
+            let added = try await scheduler.add(spec, owner: owner)
+            let waiting = try await first(scheduler) { $0.id == added.id && $0.state == .deferred && $0.reason == "waiting: on battery, 35 %" }
+            XCTAssertNotNil(waiting, "it waits on battery, once its host's verdict is in")
+            XCTAssertEqual(try store.all().first?.constraints, spec.constraints, "kept in the store")
+            await scheduler.powerChanged(PowerFacts(onBattery: false, batteryPercent: 35))
+            let running = try await first(scheduler) { $0.id == added.id && $0.state == .running }
+            XCTAssertNotNil(running, "on AC it runs")
+            await scheduler.powerChanged(PowerFacts(onBattery: true, batteryPercent: 34))
+            let stopped = try await first(scheduler) { $0.id == added.id && $0.state == .deferred && $0.reason == "waiting: on battery, 34 %" }
+            XCTAssertNotNil(stopped, "back on battery, the running transfer is stopped")
+        }
+    }
+
     /// Stopping the service stops what runs and starts nothing new: the queued job does not take the slot the
     /// stopped one frees, and no transfer is left running after `stopAll`.
     func testStoppingStartsNothingNew() async throws {
