@@ -11,6 +11,12 @@ public struct RoamingFact: Hashable, Sendable {
         self.link = link
         self.source = source
     }
+
+    /// What `verdict` says of its link's roaming; nil without a verdict or a link (which satisfies `not-roaming`).
+    public init?(verdict: Verdict?) {
+        guard let verdict, let link = verdict.interface else { return nil }
+        self.init(roaming: verdict.roamingSource != nil, link: link, source: verdict.roamingSource?.rawValue ?? "")
+    }
 }
 
 /// The host's power as UPower and power-profiles-daemon tell it; nil where a service is not there (which

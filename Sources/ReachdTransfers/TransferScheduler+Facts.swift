@@ -18,10 +18,8 @@ extension TransferScheduler {
 
     /// The facts for `job`: the free space is looked at only for a job that asks for it.
     func facts(for job: Job, verdict: Verdict?) -> GateFacts {
-        // Roaming is not known yet: the lead wires the verdict's roaming field here (issue 33); until then
-        // `not-roaming` is satisfied.
         GateFacts(power: power, freeBytes: job.constraints.storageNotLow && job.kind == .download ? Self.freeBytes(besides: job.output) : nil,
-                  roaming: nil)
+                  roaming: RoamingFact(verdict: verdict))
     }
 
     /// Bytes an unprivileged writer may still use on the file system of `path`'s directory; nil when it cannot be read.

@@ -81,6 +81,19 @@ final class ConstraintGateTests: XCTestCase {
                        .wait(reason: "waiting: size unknown, so it may not fit the budget; 4.6 of 5.0 GB used on wwan0 this month"))
     }
 
+    /// The scheduler's roaming fact is what the route's verdict says of its link (issue 33: reachd's roaming).
+    func testTheRoamingFactComesFromTheVerdict() {
+        var verdict = F.verdict(metered: true)
+        XCTAssertEqual(RoamingFact(verdict: verdict), RoamingFact(roaming: false, link: "wwan0", source: ""))
+        verdict.roamingSource = .modemManager
+        XCTAssertEqual(RoamingFact(verdict: verdict), RoamingFact(roaming: true, link: "wwan0", source: "ModemManager"))
+        XCTAssertEqual(decide(job(["network": "not-roaming"]), JobRoute(host: F.host, verdict: verdict, facts: GateFacts(roaming: RoamingFact(verdict: verdict)))),
+                       .wait(reason: "waiting: roaming on wwan0 (ModemManager)"))
+        verdict.interface = nil
+        XCTAssertNil(RoamingFact(verdict: verdict), "no link, nothing to say")
+        XCTAssertNil(RoamingFact(verdict: nil))
+    }
+
     func testPowerConstraints() {
         func power(_ onBattery: Bool?, _ percent: Double? = nil, level: UInt32? = nil, profile: String? = nil) -> JobRoute {
             route(facts: GateFacts(power: PowerFacts(onBattery: onBattery, batteryPercent: percent, warningLevel: level, profile: profile)))
