@@ -97,11 +97,13 @@ struct Bench: ParsableCommand {
                 let daemon = try Daemon(binary: binaries[which].1, socket: socketPath, config: config)
                 defer { daemon.stop() }
                 let watcher = try ReachdConnection(path: socketPath)
+                progress("block \(block + 1): \(binaries[which].0), latency")
                 try probe.measure(watcher, flaps: max(1, flaps / blocks), routeChanges: max(2, routeChanges / blocks),
                                   into: &latencies[which])
                 var clients: [Int32] = []
                 while clients.count < fanout { clients.append(try subscribe(socketPath)) }
                 usleep(300_000)
+                progress("block \(block + 1): \(binaries[which].0), fan-out")
                 try probe.fanOut(watcher, clients: clients, rounds: fanoutRounds, program: fanoutProgram, into: &fanOuts[which])
                 for fd in clients { close(fd) }
                 _ = try probe.restoreWired(watcher)
@@ -148,6 +150,12 @@ struct FanOut {
         let r = reachd.sorted(), f = floor.sorted()
         Swift.print("\(label)fan-out to \(subscribers) subscribers (\(r.count) changes): median \(ms(median(r))) ms, max \(ms(r.last ?? 0)) ms; floor (bench/fanout-floor.c, same rounds): median \(ms(median(f))) ms; ratio \(ratio(median(r) / median(f)))\(extra)")
     }
+}
+
+/// A line on standard error (unbuffered: it shows where a failed run stopped).
+func progress(_ text: String) {
+    let line = Array("reachd-bench: \(text)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
 
 func median(_ values: [Double]) -> Double { percentile(values.sorted(), 0.5) }
