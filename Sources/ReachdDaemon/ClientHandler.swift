@@ -208,6 +208,8 @@ final class ClientHandler: ChannelInboundHandler {
             return
         }
         channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil)
+        // Events to a subscriber go straight to its socket only while nothing waits in the channel's queue.
+        registry.wroteThroughChannel(channel)
         if case .subscribed = reply { channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil) }
         channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
     }

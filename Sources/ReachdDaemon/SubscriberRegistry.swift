@@ -4,8 +4,10 @@ import ReachdModel
 
 /// The subscribed connections of one event loop; touched only on that loop.
 ///
-/// An event is encoded once and written to every subscriber. A subscriber whose outbound buffer is
-/// over the high-water mark (it does not read) is closed, so it never holds back the others.
+/// An event is encoded once and written to every subscriber: straight to its socket (`SubscriberSocket`)
+/// while nothing of it waits in the channel's queue, else (and for what the socket does not take) through the
+/// channel's queue, so each subscriber gets its lines in order. A subscriber whose queue is over the
+/// high-water mark (it does not read) is closed, so it never holds back the others.
 final class SubscriberRegistry: @unchecked Sendable {
     let eventLoop: any EventLoop
     /// In the order they subscribed (a removal moves the last one into the gap), walked by `broadcast`:
@@ -23,8 +25,22 @@ final class SubscriberRegistry: @unchecked Sendable {
         let channel: any Channel
         /// Per target key (`SubscriberRegistry.key(forHost:)`), the last sequence the client has seen.
         var sequences: [String: UInt64] = [:]
+        /// The socket's descriptor, where events may be written to it directly.
+        var descriptor: Int32?
+        /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty):
+        /// nothing is written directly before they are gone.
+        var mayHaveQueued = true
 
         init(channel: any Channel) { self.channel = channel }
+
+        /// Nothing of this subscriber's waits in its channel's queue (asked of the channel only after a write
+        /// through it).
+        func queueIsEmpty() -> Bool {
+            guard mayHaveQueued else { return true }
+            guard let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes), queued == 0 else { return false }
+            mayHaveQueued = false
+            return true
+        }
     }
 
     /// The registry key of a verdict's target: `internet`, or `host:NAME`.
@@ -50,8 +66,21 @@ final class SubscriberRegistry: @unchecked Sendable {
             subscriber = Subscriber(channel: channel)
             positions[id] = subscribers.count
             subscribers.append(subscriber)
+            SubscriberSocket.descriptor(of: channel) { subscriber.descriptor = $0 }
         }
         subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
+    }
+
+    /// Something was written to `channel` through its pipeline (a reply): it may wait in the channel's queue.
+    func wroteThroughChannel(_ channel: any Channel) {
+        eventLoop.preconditionInEventLoop()
+        guard let position = positions[ObjectIdentifier(channel)] else { return }
+        subscribers[position].mayHaveQueued = true
+    }
+
+    /// Whether events go straight to `channel`'s socket while its queue is empty (tests).
+    func writesDirectly(to channel: any Channel) -> Bool {
+        positions[ObjectIdentifier(channel)].map { subscribers[$0].descriptor != nil } ?? false
     }
 
     func remove(_ channel: any Channel) {
@@ -104,30 +133,23 @@ final class SubscriberRegistry: @unchecked Sendable {
     func broadcast(_ events: [Event]) {
         eventLoop.preconditionInEventLoop()
         guard !subscribers.isEmpty, !events.isEmpty else { return }
-        // One buffer per event, shared (copy-on-write) by every subscriber's write.
-        let buffers = events.map { ByteBuffer(bytes: $0.line) }
         var dropped: [ObjectIdentifier] = []
         // The indices of the events one subscriber is due, reused from one subscriber to the next.
         var due: [Int] = []
         due.reserveCapacity(events.count)
+        var queued = QueuedEvents(events)
         for subscriber in subscribers {
             due.removeAll(keepingCapacity: true)
             for index in events.indices where subscriber.sequences[events[index].key].map({ $0 < events[index].sequence }) ?? false {
                 due.append(index)
             }
-            guard let last = due.last else { continue }
+            guard !due.isEmpty else { continue }
             guard subscriber.channel.isWritable else {
                 dropped.append(ObjectIdentifier(subscriber.channel))
                 continue
             }
-            for index in due {
-                subscriber.sequences[events[index].key] = events[index].sequence
-                if index == last {
-                    subscriber.channel.writeAndFlush(buffers[index], promise: nil)
-                } else {
-                    subscriber.channel.write(buffers[index], promise: nil)
-                }
-            }
+            for index in due { subscriber.sequences[events[index].key] = events[index].sequence }
+            write(due, of: events, to: subscriber, queued: &queued)
         }
         for id in dropped {
             guard let subscriber = take(id) else { continue }
@@ -137,5 +159,49 @@ final class SubscriberRegistry: @unchecked Sendable {
             onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
             subscriber.channel.close(promise: nil)
         }
+    }
+
+    /// Writes the events at `due` (in order) to `subscriber`: straight to its socket while its queue is empty
+    /// and the socket takes them whole; the rest (from a partly written line on) through the channel's queue.
+    private func write(_ due: [Int], of events: [Event], to subscriber: Subscriber, queued: inout QueuedEvents) {
+        var next = 0
+        if let fd = subscriber.descriptor, subscriber.channel.isActive, subscriber.queueIsEmpty() {
+            while next < due.count {
+                let line = events[due[next]].line
+                let sent = line.withUnsafeBytes { SubscriberSocket.send(fd, $0) }
+                guard sent == line.count else {
+                    var rest = queued.buffer(due[next])
+                    rest.moveReaderIndex(forwardBy: sent)
+                    subscriber.mayHaveQueued = true
+                    subscriber.channel.write(rest, promise: nil)
+                    next += 1
+                    break
+                }
+                next += 1
+            }
+            guard subscriber.mayHaveQueued else { return }
+        }
+        subscriber.mayHaveQueued = true
+        for index in due[next...] { subscriber.channel.write(queued.buffer(index), promise: nil) }
+        subscriber.channel.flush()
+    }
+}
+
+/// One `ByteBuffer` per event of a batch, made when a subscriber first needs its queue, then shared
+/// (copy-on-write) by every queued write.
+private struct QueuedEvents {
+    private let events: [SubscriberRegistry.Event]
+    private var buffers: [ByteBuffer?]
+
+    init(_ events: [SubscriberRegistry.Event]) {
+        self.events = events
+        buffers = Array(repeating: nil, count: events.count)
+    }
+
+    mutating func buffer(_ index: Int) -> ByteBuffer {
+        if let buffer = buffers[index] { return buffer }
+        let buffer = ByteBuffer(bytes: events[index].line)
+        buffers[index] = buffer
+        return buffer
     }
 }

@@ -15,6 +15,7 @@ public final class VerdictHub: Sendable {
     }
 
     private struct Observer {
+        let id: Int
         var refreshes: Bool
         var call: @Sendable (StampedVerdict) -> Void
     }
@@ -25,7 +26,9 @@ public final class VerdictHub: Sendable {
         var snapshot = NetworkSnapshot()
         var connectivity = Connectivity.unknown
         var tracker = VerdictTracker()
-        var observers: [Int: Observer] = [:]
+        /// In the order they were added, which is the order they are told (reachd's socket first: it
+        /// subscribes before the D-Bus service, the connectivity check and systemd's status line).
+        var observers: [Observer] = []
         var nextObserver = 0
 
         /// The verdict for the current snapshot with the check's word on it.
@@ -79,10 +82,10 @@ public final class VerdictHub: Sendable {
         case .unchanged:
             return nil
         case .refreshed(let stamped):
-            for observer in state.observers.values where observer.refreshes { observer.call(stamped) }
+            for observer in state.observers where observer.refreshes { observer.call(stamped) }
             return nil
         case .changed(let stamped):
-            for observer in state.observers.values { observer.call(stamped) }
+            for observer in state.observers { observer.call(stamped) }
             return stamped
         }
     }
@@ -95,13 +98,13 @@ public final class VerdictHub: Sendable {
     ) -> ObserverID {
         state.withLock { state in
             state.nextObserver += 1
-            state.observers[state.nextObserver] = Observer(refreshes: refreshes, call: observer)
+            state.observers.append(Observer(id: state.nextObserver, refreshes: refreshes, call: observer))
             if startingWithCurrent, let current = state.tracker.current { observer(current) }
             return ObserverID(value: state.nextObserver)
         }
     }
 
     public func removeObserver(_ id: ObserverID) {
-        _ = state.withLock { $0.observers.removeValue(forKey: id.value) }
+        state.withLock { $0.observers.removeAll { $0.id == id.value } }
     }
 }

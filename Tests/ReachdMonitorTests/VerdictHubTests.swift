@@ -56,6 +56,21 @@ final class VerdictHubTests: XCTestCase {
         XCTAssertEqual(none.withLock { $0 }, [1])
     }
 
+    /// reachd's socket adds its observer first: it is told first, before the D-Bus service and the others,
+    /// whatever their number (the hub once kept them in a dictionary, in its hash order).
+    func testObserversAreToldInTheOrderTheyWereAddedAndARemovedOneNoMore() {
+        let hub = VerdictHub(engine: InternetVerdict())
+        let told = Mutex<[Int]>([])
+        let ids = (0..<20).map { number in hub.addObserver { _ in told.withLock { $0.append(number) } } }
+        hub.update(snapshot: snapshot(nil))
+        XCTAssertEqual(told.withLock { $0 }, Array(0..<20))
+
+        hub.removeObserver(ids[3])
+        told.withLock { $0 = [] }
+        hub.update(snapshot: snapshot(nil, route: false))
+        XCTAssertEqual(told.withLock { $0 }, Array(0..<20).filter { $0 != 3 })
+    }
+
     /// Followers start while verdicts keep changing on another thread: each sees strictly increasing sequences,
     /// none twice, none missing, ending at the last.
     func testFollowersStartingDuringChangesNeverSeeAnOlderVerdict() async {

@@ -1,0 +1,49 @@
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A subscriber's socket as `SubscriberRegistry` writes events to it: directly with `send` on the event loop
+/// while nothing waits in the channel's own queue, so that an event costs one system call per subscriber and
+/// none of NIO's write path. NIO owns the descriptor: it is only written, on the channel's loop, while the
+/// channel is active (NIO closes it and tells the registry on that loop, in one step).
+enum SubscriberSocket {
+    /// The descriptor under `channel`, or nil where it cannot be proven (then the channel's queue is used).
+    /// NIO does not expose it: its description names it (`fd=N`), and the socket's cookie (`SO_COOKIE`, unique
+    /// per socket in the system) as read through the channel and through that descriptor proves it.
+    /// `found` is called on the channel's loop, at once when the channel's socket option is answered at once.
+    static func descriptor(of channel: any Channel, found: @escaping (Int32) -> Void) {
+        guard let provider = channel as? any SocketOptionProvider, let fd = describedDescriptor(channel) else { return }
+        let cookie: EventLoopFuture<UInt64> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: socketCookie))
+        cookie.assumeIsolated().whenSuccess { cookie in
+            guard channel.isActive, Self.cookie(of: fd) == cookie else { return }
+            found(fd)
+        }
+    }
+
+    /// `SO_COOKIE` (asm-generic/socket.h), which Glibc's module does not name.
+    static let socketCookie: Int32 = 57
+
+    private static func describedDescriptor(_ channel: any Channel) -> Int32? {
+        let text = "\(channel)"
+        guard let marker = text.range(of: "fd=") else { return nil }
+        return Int32(text[marker.upperBound...].prefix(while: \.isNumber))
+    }
+
+    private static func cookie(of fd: Int32) -> UInt64? {
+        var value: UInt64 = 0
+        var length = socklen_t(MemoryLayout<UInt64>.size)
+        guard getsockopt(fd, SOL_SOCKET, socketCookie, &value, &length) == 0, length == MemoryLayout<UInt64>.size else { return nil }
+        return value
+    }
+
+    /// Writes as much of `bytes` as the socket takes now; returns how many it took (0 when it is full or
+    /// failed: the channel's queue then carries the rest, and NIO meets the failure and closes the channel).
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+        while true {
+            let sent = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            if sent >= 0 { return sent }
+            if errno != EINTR { return 0 }
+        }
+    }
+}
