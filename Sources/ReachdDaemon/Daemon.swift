@@ -21,14 +21,15 @@ public struct DaemonOptions: Sendable {
     public var bus: Bus
     /// The bus where NetworkManager's metered flags and ModemManager's roaming modems are read (none: not at all).
     public var networkManager: Bus
-    /// The bus where reachd serves its read-only face of NetworkManager (none: not at all; docs/networkmanager-face.md).
-    public var networkManagerFace: Bus
+    /// Where reachd serves its read-only face of NetworkManager (none: not at all; auto: on the system bus where
+    /// NetworkManager is not enabled; docs/networkmanager-face.md).
+    public var networkManagerFace: NetworkManagerFaceMode
     /// Where reachd keeps what must survive a restart (the data budgets' counts).
     public var stateDirectory = "/var/lib/reachd"
 
     public init(socketPath: String?, configuration: Configuration = Configuration(),
                 watcher: NetworkView.Options = .init(), limits: SocketServer.Limits = .init(), bus: Bus = .system,
-                networkManager: Bus = .system, networkManagerFace: Bus = .none) {
+                networkManager: Bus = .system, networkManagerFace: NetworkManagerFaceMode = .none) {
         self.socketPath = socketPath
         self.bus = bus
         self.networkManager = networkManager
@@ -106,9 +107,10 @@ public enum Daemon {
         if let bus {
             services.add(started: bus)
         }
-        let face = await options.networkManagerFace.serve(NetworkManagerFace.name, logger: logger) {
+        let faceBus = options.networkManagerFace.bus(logger: logger)
+        let face = await faceBus.serve(NetworkManagerFace.name, logger: logger) {
             let face = try NetworkManagerFace(
-                bus: options.networkManagerFace, hub: hub, classifier: options.configuration.classifier,
+                bus: faceBus, hub: hub, classifier: options.configuration.classifier,
                 checking: options.configuration.connectivityCheck != nil, logger: logger
             )
             // The verdict's changes (the connectivity check's too) and every snapshot, from the current ones on.

@@ -65,8 +65,9 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "Bus where NetworkManager's metered flags and ModemManager's roaming modems are read.")
     var networkmanager: Bus = .system
 
-    @Option(help: "Bus where reachd serves a read-only face of NetworkManager's D-Bus API from its verdicts, for hosts without NetworkManager (docs/networkmanager-face.md). Off by default.")
-    var networkmanagerFace: Bus = .none
+    @Option(help: "Bus where reachd serves a read-only face of NetworkManager's D-Bus API from its verdicts, for hosts without NetworkManager (docs/networkmanager-face.md); auto: the system bus where systemd says NetworkManager.service is not enabled (the installed unit's choice). Off (none) by default.")
+    var networkmanagerFace: NetworkManagerFaceMode = .none
+
     @Option(help: "Directory for what must survive a restart (the data budgets' counts). Default: $STATE_DIRECTORY (systemd's StateDirectory=), else /var/lib/reachd.",
             completion: .directory)
     var stateDirectory: String?
@@ -109,6 +110,9 @@ struct Reachd: AsyncParsableCommand {
 
 /// `--bus system|session|none`: parsed, listed in --help and completed by the shells from the cases.
 extension Bus: ExpressibleByArgument {}
+
+/// `--networkmanager-face system|session|none|auto`.
+extension NetworkManagerFaceMode: ExpressibleByArgument {}
 
 extension Configuration {
     /// reachd's socket limits with `[connections]` applied.

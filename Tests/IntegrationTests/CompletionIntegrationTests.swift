@@ -82,6 +82,7 @@ final class CompletionIntegrationTests: XCTestCase {
         XCTAssertEqual(try bash("reachctl", "reachctl download pa"), ["pause"])
         XCTAssertEqual(try bash("reachd", "reachd --bus se"), ["session"])
         XCTAssertEqual(Set(try bash("reachd", "reachd --bus ")), ["system", "session", "none"])
+        XCTAssertEqual(Set(try bash("reachd", "reachd --networkmanager-face ")), ["system", "session", "none", "auto"])
     }
 
     func testZshCompletesAVerbAndAnOptionValue() throws {

@@ -1,0 +1,122 @@
+# reachd's read-only NetworkManager face (docs/networkmanager-face.md) under real systemd, for systemtest/run
+# (sourced). The installed unit passes --networkmanager-face auto:
+# - face_without_networkmanager: in the bookworm tree without NetworkManager, reachd serves the face; snapd's
+#   read (busctl, Metered as u) and a script's (dbus-send) get reachd's metered state, on eth0 and on wwan0.
+# - face_with_networkmanager: boots a second tree with the real NetworkManager (Debian's network-manager,
+#   enabled by its package): reachd installs beside it (dpkg refuses files another package owns), leaves the
+#   face off while NetworkManager is enabled, serves it once NetworkManager is disabled, gives the name up when
+#   NetworkManager starts (the hand-over time is printed) and takes it back when NetworkManager stops; neither
+#   logs an error.
+
+NM_NAME=org.freedesktop.NetworkManager NM_PATH=/org/freedesktop/NetworkManager
+
+# nm_metered STATE: NetworkManager's metered value (NMMetered) for reachd's meteredState.
+nm_metered() { case "$1" in unknown) echo 0 ;; yes) echo 1 ;; no) echo 2 ;; guess-yes) echo 3 ;; guess-no) echo 4 ;; *) echo "?$1" ;; esac; }
+# name_owner_pid: the PID of the process that owns NetworkManager's name on the container's system bus.
+name_owner_pid() { X busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetConnectionUnixProcessID s "$NM_NAME" | sed -n 's/^u //p'; }
+owner_is() { [ "$(name_owner_pid)" = "$(prop "$1" MainPID)" ]; }
+no_owner() { ! X busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetNameOwner s "$NM_NAME"; }
+nm_version() { X busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" Version; }
+face_metered() { X busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" Metered; }
+said() { X journalctl -b -u reachd.service -o cat --no-pager | grep -qF "$1"; }
+
+# face_reads NM_VALUE: Metered as snapd reads it and as a script does, by user nobody, is NM_VALUE and what
+# reachd's own meteredState maps to.
+face_reads() {
+    local state out
+    state=$(X busctl get-property org.reachd.Reachability1 /org/reachd/Reachability1 org.reachd.Reachability1 MeteredState) || return 1
+    state=${state#s \"} state=${state%\"}
+    expect_eq "reachd's meteredState as NetworkManager's value" "$(nm_metered "$state")" "$1" || return 1
+    out=$(X runuser -u nobody -- busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" Metered) || return 1
+    note "busctl get-property $NM_NAME $NM_PATH $NM_NAME Metered: $out (reachd's meteredState: $state)"
+    expect_eq "busctl get-property Metered" "$out" "u $1" || return 1
+    out=$(X runuser -u nobody -- dbus-send --system --print-reply --dest="$NM_NAME" "$NM_PATH" \
+          org.freedesktop.DBus.Properties.Get "string:$NM_NAME" string:Metered) || return 1
+    out=$(printf '%s\n' "$out" | sed -n '2,$p' | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+    note "dbus-send --system --print-reply --dest=$NM_NAME $NM_PATH org.freedesktop.DBus.Properties.Get string:$NM_NAME string:Metered: $out"
+    expect_eq "dbus-send Properties.Get Metered" "$out" "variant uint32 $1"
+}
+
+face_serves() {
+    said "NetworkManager.service is not installed: the NetworkManager face is on (--networkmanager-face auto)" \
+        || { echo "reachd did not say that it serves the face:"; X journalctl -b -u reachd.service -o cat --no-pager | grep -i face; return 1; }
+    owner_is reachd.service || { echo "the name's owner is PID $(name_owner_pid), not reachd's"; return 1; }
+    local version
+    version=$(nm_version) || return 1
+    note "Version: $version"
+    case "$version" in 's "1.42.0-reachd-'*) ;; *) echo "Version $version does not say reachd"; return 1 ;; esac
+    face_reads 4 || return 1
+    ip -n "$NETNS" route replace default via 198.51.100.1 dev wwan0
+    wait_until 10 "the face's Metered on wwan0" sh -c "[ \"\$(nsenter -t $C -a busctl get-property $NM_NAME $NM_PATH $NM_NAME Metered)\" = 'u 3' ]"
+    face_reads 3; local read=$?
+    ip -n "$NETNS" route replace default via 192.0.2.1 dev eth0
+    [ "$read" = 0 ] && wait_until 10 "the face's Metered on eth0" sh -c "[ \"\$(nsenter -t $C -a busctl get-property $NM_NAME $NM_PATH $NM_NAME Metered)\" = 'u 4' ]"
+}
+
+face_without_networkmanager() {
+    check "without NetworkManager the installed reachd serves the NetworkManager face (auto): snapd's busctl read and dbus-send get reachd's Metered (eth0 4, wwan0 3), Version says reachd" face_serves
+}
+
+# --- With the real NetworkManager --------------------------------------------------------------------------------
+nm_installed_beside() {
+    wait_until 30 "NetworkManager on its name" owner_is NetworkManager.service || { X systemctl status --no-pager NetworkManager.service; return 1; }
+    installed || return 1
+    local common
+    common=$(X sh -c 'dpkg -L reachd | sort > /tmp/reachd.files; dpkg -L network-manager libnm0 | sort -u > /tmp/nm.files
+                      comm -12 /tmp/reachd.files /tmp/nm.files | while read -r f; do [ -d "$f" ] || echo "$f"; done') || return 1
+    [ -z "$common" ] || { echo "files of both packages: $common"; return 1; }
+    X reachctl status >/dev/null || { X journalctl -b -u reachd.service -o cat --no-pager | tail -n 10; return 1; }
+    said "NetworkManager.service is enabled: the NetworkManager face is off (--networkmanager-face auto)" \
+        || { echo "reachd did not say that the face is off:"; X journalctl -b -u reachd.service -o cat --no-pager | grep -i face; return 1; }
+    owner_is NetworkManager.service || { echo "the name's owner is PID $(name_owner_pid), not NetworkManager's"; return 1; }
+    local version
+    version=$(nm_version) || return 1
+    note "NetworkManager's Version: $version"
+    case "$version" in *reachd*) echo "Version $version is reachd's"; return 1 ;; esac
+}
+
+handover() {
+    X systemctl disable --now NetworkManager.service 2>/dev/null || return 1
+    wait_until 10 "NetworkManager's name free" no_owner || return 1
+    X systemctl restart reachd.service || return 1
+    wait_until 20 "reachd's face on the name" owner_is reachd.service || { X journalctl -b -u reachd.service -o cat --no-pager | tail -n 10; return 1; }
+    said "NetworkManager.service is disabled: the NetworkManager face is on (--networkmanager-face auto)" || { echo "reachd did not say the face is on"; return 1; }
+    case "$(nm_version)" in *-reachd-*) ;; *) echo "Version $(nm_version) is not reachd's"; return 1 ;; esac
+    local reachd start owned back
+    reachd=$(prop reachd.service MainPID)
+    start=$(date +%s%N)
+    X systemctl start NetworkManager.service || { X journalctl -b -u NetworkManager.service -o cat --no-pager | tail -n 10; return 1; }
+    until owner_is NetworkManager.service; do
+        [ $(( $(date +%s%N) - start )) -lt 20000000000 ] || { echo "NetworkManager does not own its name after 20 s"; return 1; }
+        sleep 0.02
+    done
+    owned=$(date +%s%N)
+    said "gave org.freedesktop.NetworkManager up for NetworkManager" || { echo "reachd did not say it stepped back"; return 1; }
+    back=$(X journalctl -b -u reachd.service -o short-unix --no-pager | grep -F "gave org.freedesktop.NetworkManager up" | tail -n 1 | cut -d' ' -f1)
+    note "hand-over: NetworkManager owned its name $(( (owned - start) / 1000000 )) ms after systemctl start NetworkManager," \
+         "$(awk -v owned="$owned" -v back="$back" 'BEGIN { printf "%d", (owned / 1e9 - back) * 1000 }') ms after the face stepped back (its ExecStartPre=); polled every 20 ms"
+    case "$(nm_version)" in *reachd*) echo "Version $(nm_version) is reachd's"; return 1 ;; esac
+    expect_eq "reachd's PID" "$(prop reachd.service MainPID)" "$reachd" || return 1
+    X systemctl stop NetworkManager.service || return 1
+    wait_until 20 "the face back on the name" owner_is reachd.service || { echo "the name's owner: $(name_owner_pid)"; return 1; }
+}
+
+nm_quiet_journal() {
+    local lines
+    lines=$(X journalctl -q -b -p err --no-pager -o short-monotonic -u reachd.service -u NetworkManager.service)
+    [ -z "$lines" ] || { echo "$lines"; return 1; }
+    lines=$(X journalctl -q -b -p warning --no-pager -o short-monotonic -u reachd.service)
+    [ -z "$lines" ] || { echo "$lines"; return 1; }
+    note "NetworkManager's warnings in the container: $(X journalctl -q -b -p warning --no-pager -o cat -u NetworkManager.service | wc -l)"
+}
+
+face_with_networkmanager() {
+    local nm_tree
+    shutdown_container
+    nm_tree=$(cached_tree bookworm "$TREE_PACKAGES,network-manager") || exit 2
+    log "booting $(basename "$nm_tree") (network-manager installed and enabled) with systemd as PID 1"
+    boot "${id}n" "$nm_tree" "$NETNS" "$WORK/pkg"
+    check "with the real NetworkManager enabled and running, the package installs beside it (no file in common), reachd (auto) leaves the face off" nm_installed_beside
+    check "NetworkManager disabled: reachd's face serves; NetworkManager started: it owns its name, the face is gone; stopped: the face is back" handover
+    check "journalctl -p err -u reachd -u NetworkManager: no error from either (no warning from reachd)" nm_quiet_journal
+}
