@@ -2,7 +2,7 @@ import Logging
 import ReachdConfig
 import ReachdModel
 import ReachdNetlink
-import ReachdServiceKit
+import ReachdSystem
 
 /// The network as reachd judges it, shared by reachd, reachd-transfers and the library: the netlink watcher's
 /// snapshots, joined with NetworkManager's metered flags, feed the internet verdict (`hub`) and the
