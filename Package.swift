@@ -138,7 +138,7 @@ let package = Package(
             ]
         ),
         // Blocking Unix-socket client used by reachctl and the library.
-        .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol"]),
+        .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol", "ReachdSystem"]),
         // Blocking Unix-socket client of reachd-transfers, on ReachdClient's connection.
         .target(name: "ReachdTransferClient", dependencies: ["ReachdClient", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferProtocol"]),
         // Public Swift library for apps: in-process on ReachdMonitor (the daemons' own judging), or a client of reachd.
@@ -195,7 +195,7 @@ let package = Package(
         .executableTarget(
             name: "reachctl",
             dependencies: [
-                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferClient", "ReachdTransferProtocol", "CSystemd",
+                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferClient", "ReachdTransferProtocol", "ReachdSystem", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

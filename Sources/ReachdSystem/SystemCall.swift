@@ -13,8 +13,6 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
 
     package static let interrupted = Errno(EINTR)
     package static let wouldBlock = Errno(EAGAIN)
-    package static let notFound = Errno(ENOENT)
-    package static let timedOut = Errno(ETIMEDOUT)
 
     /// `strerror`'s text.
     package var description: String { String(cString: strerror(rawValue)) }
@@ -47,5 +45,12 @@ package enum SystemCall {
             let error = Errno.current
             if error != .interrupted { throw SystemCallError(call: name(), errno: error) }
         }
+    }
+
+    /// The same as a `Result`, for calls made inside the standard library's `withUnsafe…` closures (which pass
+    /// on no typed error): `try buffer.withUnsafeBytes { SystemCall.result("send") { … } }.get()`.
+    package static func result<Result: FixedWidthInteger>(_ name: @autoclosure () -> String,
+                                                          _ body: () -> Result) -> Swift.Result<Result, SystemCallError> {
+        Swift.Result { () throws(SystemCallError) in try retrying(name(), body) }
     }
 }
