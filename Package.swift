@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "ReachdNetwork", targets: ["ReachdNetwork"]),
+        // reachd-transfers' queue for Swift apps, apart so that Reachability stays light.
+        .library(name: "ReachabilityTransfers", targets: ["ReachabilityTransfers"]),
         .executable(name: "reachd", targets: ["reachd"]),
         .executable(name: "reachctl", targets: ["reachctl"]),
         .executable(name: "reachd-transfers", targets: ["reachd-transfers"]),
@@ -42,15 +44,24 @@ let package = Package(
         .target(name: "ReachdModel"),
         // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
         .target(name: "ReachdConfig", dependencies: ["ReachdModel"]),
-        // The only module that talks to the kernel (libnl cache manager, sysfs); its thread is the kit's PollThread.
+        // The operating system below everything that does I/O: the poll thread, small files, inotify, the sd-bus
+        // connection and message writing, the system-call funnel (EINTR, typed errno) and the descriptor that
+        // closes itself. No package but swift-log, so the libraries stay light.
+        .target(
+            name: "ReachdSystem",
+            dependencies: ["ReachdModel", "CSystemd", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The only module that talks to the kernel (libnl cache manager, sysfs); its thread is the system's PollThread.
         .target(
             name: "ReachdNetlink",
-            dependencies: ["CNetlink", "ReachdModel", "ReachdServiceKit", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CNetlink", "ReachdModel", "ReachdSystem", .product(name: "Logging", package: "swift-log")]
         ),
         // Transfer jobs: states, gating, resume and retry decisions, queue order. Pure.
         .target(name: "ReachdTransferModel", dependencies: ["ReachdModel", "CReachdFiles"]),
-        // Wire protocol: line framing, request parsing, response encoding. Pure.
-        .target(name: "ReachdProtocol", dependencies: ["ReachdModel", "ReachdTransferModel"]),
+        // reachd's wire protocol: line framing, request parsing, response encoding. Pure.
+        .target(name: "ReachdProtocol", dependencies: ["ReachdModel"]),
+        // reachd-transfers' wire protocol on the same framing: its requests, replies and job lines. Pure.
+        .target(name: "ReachdTransferProtocol", dependencies: ["ReachdProtocol", "ReachdTransferModel"]),
         // glibc's malloc_trim, which Swift's Glibc module does not export.
         .target(name: "CReachdMemory"),
         // glibc's sync_file_range (the download writer) and memmem (the multipart boundary check), declared only
@@ -61,8 +72,8 @@ let package = Package(
         .target(
             name: "ReachdTransfers",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTransferModel", "ReachdMonitor", "ReachdMetrics",
-                "ReachdServiceKit", "CReachdFiles", "CReachdBus", "CSystemd",
+                "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferProtocol", "ReachdMonitor",
+                "ReachdMetrics", "ReachdServiceKit", "ReachdSystem", "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -77,11 +88,11 @@ let package = Package(
         ),
         // What both daemons share below their own logic: the listeners' per-user connection limits, idle rule and
         // peer credentials; the socket endpoint (bind, stale-socket rule, socket activation); systemd notify and
-        // watchdog; the sd-bus connection and message writing; the poll thread; the monotonic clock.
+        // watchdog; signals; the service group and start-up. On ReachdSystem.
         .target(
             name: "ReachdServiceKit",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "CSystemd",
+                "ReachdConfig", "ReachdSystem", "CSystemd",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -92,7 +103,7 @@ let package = Package(
         .target(
             name: "ReachdMetrics",
             dependencies: [
-                "ReachdConfig", "ReachdServiceKit",
+                "ReachdConfig", "ReachdServiceKit", "ReachdSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -106,9 +117,8 @@ let package = Package(
         .target(
             name: "ReachdMonitor",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdServiceKit", "CSystemd",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdSystem", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // reachd's services: the Unix-socket server and its clients, org.reachd.Reachability1 on D-Bus, the
@@ -116,7 +126,7 @@ let package = Package(
         .target(
             name: "ReachdDaemon",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdMonitor", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "CSystemd", "CReachdBus",
+                "ReachdModel", "ReachdConfig", "ReachdNetlink", "ReachdMonitor", "ReachdProtocol", "ReachdMetrics", "ReachdServiceKit", "ReachdSystem", "CSystemd", "CReachdBus",
                 "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -128,28 +138,35 @@ let package = Package(
             ]
         ),
         // Blocking Unix-socket client used by reachctl and the library.
-        .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol", "ReachdTransferModel"]),
+        .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol", "ReachdSystem"]),
+        // Blocking Unix-socket client of reachd-transfers, on ReachdClient's connection.
+        .target(name: "ReachdTransferClient", dependencies: ["ReachdClient", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferProtocol"]),
         // Public Swift library for apps: in-process on ReachdMonitor (the daemons' own judging), or a client of reachd.
         .target(
             name: "Reachability",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol", "ReachdTransferModel",
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // reachd-transfers' queue for Swift apps (`TransferQueue`), on the transfer client.
+        .target(
+            name: "ReachabilityTransfers",
+            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferClient", "ReachdTransferProtocol"]
         ),
         // Apple's NWPathMonitor API on ReachdMonitor's judging (and reachd's metered word where it runs). Never on
         // ReachdDaemon or ReachdTransfers: an app that depends on it compiles no HTTP client, job store or TLS.
         .target(
             name: "ReachdNetwork",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol", "ReachdServiceKit",
+                "ReachdModel", "ReachdConfig", "ReachdMonitor", "ReachdClient", "ReachdProtocol", "ReachdSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "reachd",
             dependencies: [
-                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdProtocol", "ReachdServiceKit",
+                "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdProtocol", "ReachdServiceKit", "ReachdSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -160,6 +177,7 @@ let package = Package(
             name: "reachd-transfers",
             dependencies: [
                 "ReachdTransfers", "ReachdTransferModel", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdProtocol", "ReachdServiceKit",
+                "ReachdSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -177,7 +195,7 @@ let package = Package(
         .executableTarget(
             name: "reachctl",
             dependencies: [
-                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "CSystemd",
+                "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferClient", "ReachdTransferProtocol", "ReachdSystem", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -191,7 +209,7 @@ let package = Package(
         ),
         .testTarget(name: "ReachdModelTests", dependencies: ["ReachdModel"]),
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
-        .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel"]),
+        .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferProtocol"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
         // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient).
         .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdProtocol"]),
@@ -217,6 +235,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "ReachdSystemTests", dependencies: ["ReachdSystem"]),
         .testTarget(
             name: "ReachdServiceKitTests",
             dependencies: [
@@ -237,7 +256,8 @@ let package = Package(
         .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "CNetlink", "ReachdTransferModel", "Reachability"]
+            dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "CNetlink", "ReachdTransferModel", "ReachdTransferClient",
+                           "ReachdTransferProtocol", "Reachability", "ReachabilityTransfers"]
         ),
     ]
 )

@@ -1,5 +1,6 @@
 import ReachdModel
 import ReachdProtocol
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,14 +78,15 @@ public final class ReachdConnection {
     public func send(raw bytes: [UInt8]) throws(ClientError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EINTR { continue }
+            do throws(SystemCallError) {
+                offset += try bytes[offset...].withUnsafeBytes { pending in
+                    SystemCall.result("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
+                }.get()
+            } catch {
                 // The daemon closed first (a refused connection): what it said before closing is read next.
-                if errno == EPIPE || errno == ECONNRESET { return }
-                throw .io(call: "send", errno: errno)
+                if error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET) { return }
+                throw .io(call: error.call, errno: error.errno.rawValue)
             }
-            offset += n
         }
     }
 
@@ -119,10 +121,13 @@ public final class ReachdConnection {
             }
             if ready == 0 { continue }
             var buffer = [UInt8](repeating: 0, count: 65536)
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw .io(call: "recv", errno: errno)
+            let n: Int
+            do throws(SystemCallError) {
+                n = try buffer.withUnsafeMutableBytes { space in SystemCall.result("recv") { recv(fd, space.baseAddress, space.count, 0) } }.get()
+            } catch where error.errno == .wouldBlock {
+                continue
+            } catch {
+                throw .io(call: error.call, errno: error.errno.rawValue)
             }
             if n == 0 { throw .closed }
             for frame in framer.append(buffer.prefix(n)) {

@@ -3,6 +3,7 @@ import ReachdModel
 import ReachdMonitor
 import ReachdNetlink
 import ReachdServiceKit
+import ReachdSystem
 import ServiceLifecycle
 import Synchronization
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import ReachdModel
 import ReachdServiceKit
+import ReachdSystem
 
 extension BusMessage {
     /// The host verdict as `a{sv}`.

@@ -6,6 +6,7 @@ import ReachdMetrics
 import ReachdModel
 import ReachdMonitor
 import ReachdServiceKit
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import CReachdBus
 import CSystemd
 import ReachdServiceKit
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

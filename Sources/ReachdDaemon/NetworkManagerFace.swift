@@ -4,6 +4,7 @@ import Logging
 import ReachdModel
 import ReachdMonitor
 import ReachdServiceKit
+import ReachdSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import ReachdModel
 import ReachdServiceKit
+import ReachdSystem
 
 /// What reachd's NetworkManager face serves, as a pure value of the internet verdict and the snapshot it was
 /// judged from (docs/networkmanager-face.md has the table): the manager's properties, one device per link

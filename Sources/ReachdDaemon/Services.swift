@@ -1,3 +1,4 @@
+import ReachdMonitor
 import ReachdServiceKit
 
 // The daemon's parts that start before its service group runs, stopped by it (`DaemonServices`).
@@ -5,6 +6,8 @@ import ReachdServiceKit
 extension BusService: StartedComponent {}
 
 extension NetworkManagerFace: StartedComponent {}
+
+extension NetworkView: StartedComponent {}
 
 extension SocketServer: StartedComponent {
     /// Stops serving and removes the socket file (`shutdown`).

@@ -1,5 +1,6 @@
 import Prometheus
 import ReachdServiceKit
+import ReachdSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc

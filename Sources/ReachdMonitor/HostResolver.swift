@@ -1,9 +1,10 @@
-import NIOPosix
 import ReachdModel
 import ReachdNetlink
+import ReachdSystem
 import Synchronization
 
-/// Runs `SystemResolver` (getaddrinfo) on a small thread pool, so the event loops never block on DNS, and
+/// Runs `SystemResolver` (getaddrinfo) on a few threads of its own (`DetachedThread`, started while there are
+/// lookups to make), so the event loops and the concurrency pool never block on DNS, and
 /// serves requesters in turn (`ResolutionQueues`): one user's names that never answer delay no other user's
 /// lookups, nor the daemon's own. A name asked for while it is being resolved waits for that answer.
 package final class HostResolver: Sendable {
@@ -11,12 +12,13 @@ package final class HostResolver: Sendable {
         var queues: ResolutionQueues
         /// Who waits for each pending name's answer.
         var waiters: [String: [CheckedContinuation<Resolution, Never>]] = [:]
-        /// Pool threads taking lookups from the queues now.
+        /// Threads taking lookups from the queues now.
         var workers = 0
         var stopped = false
+        /// `shutdown`, waiting for the last thread to finish its lookup.
+        var drained: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let pool: NIOThreadPool
     private let threads: Int
     private let state: Mutex<State>
     private let lookup: @Sendable (String) -> Resolution
@@ -26,8 +28,6 @@ package final class HostResolver: Sendable {
         self.threads = max(1, threads)
         self.lookup = lookup
         state = Mutex(State(queues: ResolutionQueues(runningPerRequester: runningPerRequester)))
-        pool = NIOThreadPool(numberOfThreads: self.threads)
-        pool.start()
     }
 
     package func shutdown() async {
@@ -37,7 +37,15 @@ package final class HostResolver: Sendable {
             return state.waiters.values.flatMap { $0 }
         }
         for waiter in waiting { waiter.resume(returning: .failed("resolver stopped")) }
-        try? await pool.shutdownGracefully()
+        // As a thread pool's graceful shutdown: the lookups under way end first.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                guard state.workers > 0 else { return true }
+                state.drained.append(done)
+                return false
+            }
+            if idle { done.resume() }
+        }
     }
 
     /// Resolves `name` in `requester`'s turn.
@@ -53,27 +61,40 @@ package final class HostResolver: Sendable {
             }
             switch startWorker {
             case nil: continuation.resume(returning: .failed("resolver stopped"))
-            case true?: pool.submit { [self] _ in work() }
+            case true?:
+                do {
+                    try DetachedThread.start { [self] in work() }
+                } catch {
+                    // No thread to be had: the lookups run here rather than never.
+                    work()
+                }
             case false?: break
             }
         }
     }
 
-    /// One pool thread: takes lookups in turn until none may start now.
+    /// One resolver thread: takes lookups in turn until none may start now.
     private func work() {
         var finished: (name: String, resolution: Resolution)?
         while true {
-            let (next, waiting) = state.withLock { state -> ((name: String, requester: ResolutionRequester)?, [CheckedContinuation<Resolution, Never>]) in
+            let (next, waiting, drained) = state.withLock { state -> (
+                (name: String, requester: ResolutionRequester)?, [CheckedContinuation<Resolution, Never>], [CheckedContinuation<Void, Never>]
+            ) in
                 var waiting: [CheckedContinuation<Resolution, Never>] = []
+                var drained: [CheckedContinuation<Void, Never>] = []
                 if let finished {
                     state.queues.finished(finished.name)
                     waiting = state.waiters.removeValue(forKey: finished.name) ?? []
                 }
                 let next = state.stopped ? nil : state.queues.next()
-                if next == nil { state.workers -= 1 }
-                return (next, waiting)
+                if next == nil {
+                    state.workers -= 1
+                    if state.workers == 0 { swap(&drained, &state.drained) }
+                }
+                return (next, waiting, drained)
             }
             if let finished { for waiter in waiting { waiter.resume(returning: finished.resolution) } }
+            for done in drained { done.resume() }
             guard let next else { return }
             finished = (next.name, lookup(next.name))
         }

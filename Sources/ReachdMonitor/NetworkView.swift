@@ -2,12 +2,12 @@ import Logging
 import ReachdConfig
 import ReachdModel
 import ReachdNetlink
-import ReachdServiceKit
+import ReachdSystem
 
 /// The network as reachd judges it, shared by reachd, reachd-transfers and the library: the netlink watcher's
 /// snapshots, joined with NetworkManager's metered flags and ModemManager's roaming links, feed the internet verdict (`hub`) and the
 /// watched hosts (`hosts`).
-public final class NetworkView: StartedComponent {
+public final class NetworkView: Sendable {
     /// The netlink watcher's settings, which tests and stress runs change.
     public struct Options: Sendable {
         /// Where sysfs is mounted (a fake tree in tests).

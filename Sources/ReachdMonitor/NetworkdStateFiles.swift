@@ -1,6 +1,6 @@
 import Logging
 import ReachdModel
-import ReachdServiceKit
+import ReachdSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import CNetlink
 import Logging
 import ReachdModel
-import ReachdServiceKit
+import ReachdSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import CNetlink
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,10 +41,14 @@ final class RouteChangeBell {
         var scrap = [UInt8](repeating: 0, count: 256)
         for _ in 0..<Self.readsPerDrain {
             // MSG_TRUNC: a message longer than the scrap buffer is discarded whole; its content is not wanted.
-            let count = scrap.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
-            if count >= 0 || errno == ENOBUFS {
+            do throws(SystemCallError) {
+                _ = try scrap.withUnsafeMutableBytes { space in
+                    SystemCall.result("recv") { recv(fd, space.baseAddress, space.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+                }.get()
                 rang = true
-            } else if errno != EINTR {
+            } catch where error.errno == Errno(ENOBUFS) {
+                rang = true
+            } catch {
                 break
             }
         }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import ReachdModel
-import ReachdServiceKit
+import ReachdSystem
 
 /// Reads device-type facts from `ROOT/class/net/IF/`; the root is `/sys` unless tests point it elsewhere.
 public struct SysfsReader: Sendable {

@@ -1,4 +1,4 @@
-import ReachdServiceKit
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// Encodes a value as one protocol line: compact JSON with sorted keys, then `\n`.
-func encodeJSONLine<Value: Encodable>(_ value: Value) -> [UInt8] {
+package func encodeJSONLine<Value: Encodable>(_ value: Value) -> [UInt8] {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     // The protocol's values are plain structs and enums: encoding them cannot fail.

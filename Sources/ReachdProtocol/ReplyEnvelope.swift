@@ -1,5 +1,5 @@
 /// The coding keys every reply type has.
-protocol ReplyEnvelopeKey: CodingKey {
+package protocol ReplyEnvelopeKey: CodingKey {
     static var version: Self { get }
     static var type: Self { get }
     static var id: Self { get }
@@ -7,12 +7,12 @@ protocol ReplyEnvelopeKey: CodingKey {
 }
 
 /// What every reply line shares when it is read: `version` (checked), `type`, `id`, the `error` body.
-struct ReplyEnvelope<Key: ReplyEnvelopeKey> {
-    let container: KeyedDecodingContainer<Key>
-    let type: String
-    let id: RequestID?
+package struct ReplyEnvelope<Key: ReplyEnvelopeKey> {
+    package let container: KeyedDecodingContainer<Key>
+    package let type: String
+    package let id: RequestID?
 
-    init(_ decoder: any Decoder) throws {
+    package init(_ decoder: any Decoder) throws {
         container = try decoder.container(keyedBy: Key.self)
         let version = try container.decode(Int.self, forKey: .version)
         guard version == protocolVersion else {
@@ -23,19 +23,24 @@ struct ReplyEnvelope<Key: ReplyEnvelopeKey> {
     }
 
     /// The refusal in an `error` reply.
-    func error() throws -> ProtocolError {
+    package func error() throws -> ProtocolError {
         let body = try container.decode(ErrorBody.self, forKey: .error)
         return ProtocolError(body.code, body.message, id: id)
     }
 
     /// The error for a `type` this client does not know.
-    var unknownType: DecodingError {
+    package var unknownType: DecodingError {
         DecodingError.dataCorruptedError(forKey: .type, in: container, debugDescription: "unknown message type \(type)")
     }
 
     /// `{"code": …, "message": …}`
-    struct ErrorBody: Codable {
-        var code: ProtocolError.Code
-        var message: String
+    package struct ErrorBody: Codable {
+        package var code: ProtocolError.Code
+        package var message: String
+
+        package init(code: ProtocolError.Code, message: String) {
+            self.code = code
+            self.message = message
+        }
     }
 }

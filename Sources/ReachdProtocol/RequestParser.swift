@@ -52,8 +52,8 @@ public enum RequestParser {
 }
 
 /// What every request line starts with: a JSON object, and its optional `id`.
-enum RequestLine {
-    static func object(_ line: [UInt8]) -> Result<([String: JSONValue], RequestID?), ProtocolError> {
+package enum RequestLine {
+    package static func object(_ line: [UInt8]) -> Result<([String: JSONValue], RequestID?), ProtocolError> {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)) else {
             return .failure(ProtocolError(.badJSON, "the line is not valid JSON"))
         }

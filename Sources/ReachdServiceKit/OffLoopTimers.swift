@@ -1,4 +1,5 @@
 import NIOCore
+import ReachdSystem
 import Synchronization
 
 /// Connection deadlines kept off the event loops, by one `PollThread` asleep until the earliest of them

@@ -1,4 +1,5 @@
 import Crypto
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,9 +14,7 @@ enum FileDigest {
         defer { buffer.deallocate() }
         var offset: off_t = 0
         while true {
-            let n = pread(fd, buffer.baseAddress, size, offset)
-            if n < 0 {
-                if errno == EINTR { continue }
+            guard let n = try? SystemCall.retrying("pread", { pread(fd, buffer.baseAddress, size, offset) }) else {
                 throw FileError("reading the download to check its SHA-256")
             }
             if n == 0 { break }

@@ -3,7 +3,9 @@ import CSystemd
 import Logging
 import ReachdProtocol
 import ReachdServiceKit
+import ReachdSystem
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

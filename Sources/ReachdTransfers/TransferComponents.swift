@@ -1,3 +1,4 @@
+import ReachdMonitor
 import ReachdServiceKit
 
 // The parts of reachd-transfers that start before its service group runs, each stopped when the group shuts down.
@@ -13,6 +14,8 @@ extension Fetcher: StartedComponent {
 }
 
 extension ReachdVerdicts: StartedComponent {}
+
+extension NetworkView: StartedComponent {}
 
 extension TransferScheduler: StartedComponent {
     /// Stops every transfer; their partial files stay for the next start (`stopAll`).

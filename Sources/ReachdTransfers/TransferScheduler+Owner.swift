@@ -1,6 +1,7 @@
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

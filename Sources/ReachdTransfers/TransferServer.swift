@@ -4,6 +4,7 @@ import NIOPosix
 import ReachdProtocol
 import ReachdServiceKit
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

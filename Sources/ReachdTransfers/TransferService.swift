@@ -4,6 +4,7 @@ import ReachdMetrics
 import ReachdModel
 import ReachdMonitor
 import ReachdServiceKit
+import ReachdSystem
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,9 @@ import ArgumentParser
 import ReachdClient
 import ReachdModel
 import ReachdProtocol
+import ReachdTransferClient
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

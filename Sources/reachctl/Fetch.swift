@@ -3,6 +3,7 @@ import ReachdClient
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

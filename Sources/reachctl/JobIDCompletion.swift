@@ -1,7 +1,9 @@
 import ArgumentParser
 import ReachdClient
 import ReachdProtocol
+import ReachdTransferClient
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import ArgumentParser
 import ReachdClient
 import ReachdModel
 import ReachdProtocol
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -267,9 +268,8 @@ extension Reachctl {
 func writeAll(_ fd: Int32, _ text: String) {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { return }
+        let n = bytes.withUnsafeBytes { pending in try? SystemCall.retrying("write") { write(fd, pending.baseAddress, pending.count) } }
+        guard let n, n > 0 else { return }
         bytes = bytes.dropFirst(n)
     }
 }

@@ -5,6 +5,7 @@ import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
 import ReachdServiceKit
+import ReachdSystem
 import ReachdTransferModel
 import ReachdTransfers
 #if canImport(Glibc)

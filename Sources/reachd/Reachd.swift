@@ -8,6 +8,7 @@ import ReachdMonitor
 import ReachdProtocol
 import ReachdDaemon
 import ReachdServiceKit
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

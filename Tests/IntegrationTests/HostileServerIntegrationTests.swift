@@ -2,6 +2,7 @@ import Foundation
 import ReachdClient
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// reachd-transfers against servers that lie: a 206 of another version, a 304 nobody asked for, an encoded

@@ -2,6 +2,7 @@ import Foundation
 import ReachdClient
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// A local user who hands the transfer service files that are not files: a FIFO as the file to upload or as

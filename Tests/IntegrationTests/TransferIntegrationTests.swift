@@ -2,7 +2,9 @@ import Foundation
 import ReachdClient
 import ReachdProtocol
 import Reachability
+import ReachabilityTransfers
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// reachd-transfers against the real kernel (namespaces with eth0 and wwan0), reachd-testserver (fault

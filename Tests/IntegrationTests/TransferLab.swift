@@ -1,7 +1,9 @@
 import Foundation
 import ReachdClient
 import ReachdProtocol
+import ReachdTransferClient
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// A lab for the transfer service: the host namespace reaches `mirror.test` (203.0.113.80 on the peer's

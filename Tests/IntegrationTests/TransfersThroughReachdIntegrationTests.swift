@@ -2,6 +2,7 @@ import Foundation
 import ReachdClient
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// reachd-transfers as a client of reachd (`--verdicts reachd`): per-host verdicts from reachd's socket and no

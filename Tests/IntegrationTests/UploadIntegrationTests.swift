@@ -2,6 +2,7 @@ import Foundation
 import ReachdClient
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// Uploads through reachd-transfers to a Python upload server in the peer namespace (Tests/Support/upload_server.py,

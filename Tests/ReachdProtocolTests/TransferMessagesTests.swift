@@ -1,6 +1,7 @@
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 final class TransferMessagesTests: XCTestCase {

@@ -2,10 +2,13 @@
 """Checks that Package.swift says what each target uses: every module a target's Swift files import is one of
 its declared dependencies (or the system's), and every declared dependency is imported somewhere in it. And
 that the layers point one way: a module in docs/architecture.md's table imports only the project modules its
-row allows, and what those may import in turn.
+row allows, and what those may import in turn. And that the light libraries stay light: nothing the Swift
+libraries for apps reach through Package.swift comes from a package but swift-log, or is a daemon's or the
+transfers' module (docs/architecture.md, "Rules the graph keeps").
 
-usage: check_imports.py PACKAGE_JSON PACKAGE_DIR   (PACKAGE_JSON: `swift package dump-package`)
-Prints one line per problem and exits 1 if there is any; prints "imports: N targets checked" and exits 0 if not."""
+usage: check_imports.py [--light-only] PACKAGE_JSON PACKAGE_DIR   (PACKAGE_JSON: `swift package dump-package`)
+Prints one line per problem and exits 1 if there is any; prints "imports: N targets checked" (with --light-only:
+"light: N libraries checked") and exits 0 if not."""
 import json
 import os
 import re
@@ -15,6 +18,11 @@ SYSTEM = {"Foundation", "FoundationEssentials", "FoundationNetworking", "Glibc",
           "Synchronization", "XCTest", "Testing", "_Concurrency", "Observation", "RegexBuilder", "CoreFoundation"}
 IMPORT = re.compile(r"^\s*(?:@\w+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+"
                     r"(?:(?:struct|class|enum|func|protocol|typealias|var|let)\s+)?([A-Za-z_]\w*)", re.M)
+# The libraries an app depends on, what packages they may reach, and the project modules they must not reach.
+LIGHT_LIBRARIES = ("ReachdNetwork", "Reachability")
+LIGHT_PACKAGES = {"swift-log"}
+HEAVY_MODULES = {"ReachdServiceKit", "ReachdMetrics", "ReachdDaemon", "ReachdTransfers", "ReachdTransferModel",
+                 "ReachdTransferProtocol", "ReachdTransferClient", "ReachabilityTransfers"}
 
 
 def dependencies(target):
@@ -47,6 +55,29 @@ def layers(path):
     return {module: reach(module) for module in allowed}
 
 
+def heavy_reach(package):
+    """Each light library's problems: a package (other than LIGHT_PACKAGES) or a heavy module it reaches."""
+    targets = {target["name"]: target for target in package["targets"]}
+    problems = []
+    for library in LIGHT_LIBRARIES:
+        seen, pending, reached = set(), [library], []
+        while pending:
+            name = pending.pop()
+            if name in seen or name not in targets:
+                continue
+            seen.add(name)
+            for dependency in targets[name].get("dependencies", []):
+                if "product" in dependency:
+                    product, owner = dependency["product"][0], dependency["product"][1]
+                    if owner.lower() not in LIGHT_PACKAGES:
+                        reached.append(f"{product} (package {owner}, through {name})")
+                else:
+                    pending.append(dependency.get("byName", dependency.get("target"))[0])
+        reached += [f"{module}" for module in sorted(seen & HEAVY_MODULES)]
+        problems += [f"{library}: reaches {what}, which the light libraries must not compile" for what in reached]
+    return problems
+
+
 def imports(directory):
     found = {}
     for root, _, files in os.walk(directory):
@@ -62,8 +93,18 @@ def imports(directory):
 
 
 def main():
-    package = json.load(open(sys.argv[1]))
-    base = sys.argv[2]
+    arguments = sys.argv[1:]
+    light_only = arguments[:1] == ["--light-only"]
+    package = json.load(open(arguments[-2]))
+    base = arguments[-1]
+    if light_only:
+        problems = heavy_reach(package)
+        for problem in problems:
+            print(problem)
+        if problems:
+            sys.exit(1)
+        print(f"light: {len(LIGHT_LIBRARIES)} libraries checked")
+        return
     may_import = layers(os.path.join(base, "docs", "architecture.md"))
     problems = []
     checked = 0
@@ -85,6 +126,7 @@ def main():
             for module, path in sorted(used.items()):
                 if module in may_import and module != target["name"] and module not in may_import[target["name"]]:
                     problems.append(f"{target['name']}: imports {module} ({os.path.relpath(path, base)}), against the layers in docs/architecture.md")
+    problems += heavy_reach(package)
     for problem in problems:
         print(problem)
     if problems:

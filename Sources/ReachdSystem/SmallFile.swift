@@ -9,15 +9,11 @@ package enum SmallFile {
     /// The file's bytes, or nil when it cannot be opened; `flags` are added to `O_RDONLY | O_CLOEXEC`
     /// (e.g. `O_NOFOLLOW`).
     package static func bytes(at path: String, limit: Int, flags: Int32 = 0) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | flags)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let file = try? OwnedDescriptor.open(path, O_RDONLY | flags) else { return nil }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count < limit {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
+            guard let n = chunk.withUnsafeMutableBytes({ try? file.read(into: $0) }), n > 0 else { break }
             bytes += chunk[..<n]
         }
         return bytes

@@ -1,6 +1,6 @@
 import Synchronization
 import XCTest
-@testable import ReachdServiceKit
+@testable import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ReachdProtocol
 import ReachdTransferModel
 
 /// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).

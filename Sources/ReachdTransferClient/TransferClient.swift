@@ -1,5 +1,7 @@
+import ReachdClient
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -20,9 +20,8 @@ package enum InotifyEvents {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var events: [InotifyEvent] = []
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return events }
+            let n = buffer.withUnsafeMutableBytes { space in try? SystemCall.retrying("read") { read(fd, space.baseAddress, space.count) } }
+            guard let n, n > 0 else { return events }
             var offset = 0
             while offset + MemoryLayout<inotify_event>.size <= n {
                 let event = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: inotify_event.self) }

@@ -2,6 +2,8 @@ import Foundation
 @_exported import ReachdTransferModel
 import ReachdClient
 import ReachdProtocol
+import ReachdTransferClient
+import ReachdTransferProtocol
 
 /// The download queue of `reachd-transfers` for Swift apps: add jobs that wait for an unmetered route,
 /// control them, follow their progress.
