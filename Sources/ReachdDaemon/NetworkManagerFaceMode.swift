@@ -1,6 +1,6 @@
 import CSystemd
 import Logging
-import ReachdServiceKit
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

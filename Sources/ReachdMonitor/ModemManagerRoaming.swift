@@ -1,7 +1,7 @@
 import CSystemd
 import Logging
 import ReachdModel
-import ReachdServiceKit
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import CSystemd
 import Logging
 import ReachdServiceKit
+import ReachdSystem
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc

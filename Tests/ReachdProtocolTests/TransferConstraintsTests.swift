@@ -1,6 +1,7 @@
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// Jobs' constraints on the socket: `add` and `upload` take them checked, requests and jobs carry them both ways.

@@ -1,3 +1,4 @@
+import ReachdProtocol
 import ReachdTransferModel
 
 /// Why a request's `constraints` were refused.
