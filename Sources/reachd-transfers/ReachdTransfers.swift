@@ -76,7 +76,7 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "D-Bus bus for org.reachd.Transfers1. Default: system with --system, else session. A bus that is not there is skipped with a warning.")
     var bus: Bus?
 
-    @Option(help: "Bus where NetworkManager's metered flags are read.")
+    @Option(help: "Bus where NetworkManager's metered flags and ModemManager's roaming modems are read, for netlink verdicts (reachd's verdicts carry reachd's own).")
     var networkmanager: Bus = .system
 
     @Option(help: "Bus where UPower and power-profiles-daemon are read, for jobs' power constraints (none: they are taken as met).")

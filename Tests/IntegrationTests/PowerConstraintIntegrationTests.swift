@@ -88,6 +88,37 @@ final class PowerConstraintIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/p.bin"), sum)
     }
 
+    /// `battery-not-low` on battery: the job waits while the battery holds under 15 %, still while UPower warns
+    /// (WarningLevel low) at 40 %, and completes, still on battery, once UPower no longer warns.
+    func testBatteryNotLowWaitsWhileTheBatteryIsLowAndCompletesOnceItIsNot() throws {
+        try mock("upower", #"{"OnBattery": true}"#, name: Self.upower)
+        try set(Self.upower, Self.display, Self.upower + ".Device", "Percentage", "double:10")
+        try set(Self.upower, Self.display, Self.upower + ".Device", "IsPresent", "boolean:true")
+        try startDaemon(expecting: ["onBattery=true", "percentage=10"])
+        let sum = try lab.serve("b.bin", bytes: 300_000)
+        let id = try lab.add(lab.url("b.bin"), output: lab.out + "/b.bin", ["--power", "battery-not-low"])
+
+        let low = try lab.waitFor(id, "waiting with the battery low") { $0.state == .deferred && ($0.reason ?? "").contains("battery") }
+        XCTAssertEqual(low.reason, "waiting: battery low, 10 %")
+        print("\(name) wait reason: \(low.reason ?? "")")
+        for arguments in [["list"], ["show", id]] {
+            let listed = try lab.download(arguments)
+            XCTAssertTrue(listed.out.contains("(waiting: battery low, 10 %)  {power=battery-not-low}"), "\(arguments): \(listed.out)")
+        }
+        XCTAssertTrue(lab.gets("b.bin").isEmpty, "nothing asked of the server while it waits")
+
+        try set(Self.upower, Self.display, Self.upower + ".Device", "WarningLevel", "uint32:3")
+        try set(Self.upower, Self.display, Self.upower + ".Device", "Percentage", "double:40")
+        let warned = try lab.waitFor(id, "waiting while UPower warns") { $0.reason == "waiting: battery low, 40 %" }
+        print("\(name) wait reason: \(warned.reason ?? "")")
+        XCTAssertEqual(warned.state, .deferred)
+
+        try set(Self.upower, Self.display, Self.upower + ".Device", "WarningLevel", "uint32:1")
+        let done = try lab.waitFor(id, "completed on a battery that is not low") { $0.state == .completed }
+        XCTAssertEqual(done.bytesReceived, 300_000)
+        XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
+    }
+
     func testARunningJobPausesOnBatteryAndGoesOnFromItsPartialFileOnAC() throws {
         try mock("upower", #"{"OnBattery": false}"#, name: Self.upower)
         try startDaemon(expecting: ["onBattery=false"])
