@@ -1,16 +1,17 @@
 #!/usr/bin/python3
-"""Writes the order in which the linker lays out the daemons' code (packaging/hot-functions.order).
+"""Writes the order in which the linker lays out the daemons' code (packaging/hot-functions.sections).
 
 The kernel maps a program's code in 64 KiB blocks around each page it touches (fault-around), so code spread
 thinly over the binary costs resident memory far beyond its size: an idle reachd ran about 1.3 MB of code
 and had 9 to 10 MB of its text resident. Laid out together (the linker's --symbol-ordering-file, with every
-function in a section of its own), that code takes a few blocks.
+function in a section of its own), that code takes fewer blocks: `make deb` compiles every function into a section of its own and hands this
+file to the linker (gold's --section-ordering-file), which puts these sections first.
 
 This runs each daemon of BIN under valgrind's callgrind (a copy without debug information, which valgrind
 cannot always read) through the work an idle daemon does: start-up, a client's request, a link flap and a
 route change. It lists every function that ran, by its symbol name, the first run first, and writes the
-union for reachd and reachd-transfers. Needs root (a network namespace) and valgrind.
-Usage: bench/hot-functions.py BIN [OUTPUT]   (BIN: a release build, e.g. .build-deb/swift/release)
+union for reachd and reachd-transfers, as section names. Needs root (a network namespace) and valgrind.
+Usage: bench/hot-functions.py BIN [OUTPUT]   (BIN: make deb's build, .build-deb/swift/release)
 """
 import os
 import re
@@ -67,7 +68,10 @@ def profile(binary, work, namespace, scenario):
     name = os.path.basename(binary)
     copy = os.path.join(work, name)
     run("objcopy", "--strip-debug", binary, copy)
-    out = os.path.join(work, name + ".callgrind")
+    profiles = os.path.join(work, "profiles")
+    os.makedirs(profiles, exist_ok=True)
+    os.chmod(profiles, 0o1777)  # reachd-transfers runs as nobody
+    out = os.path.join(profiles, name + ".callgrind")
     daemon = scenario(copy, out)
     daemon.send_signal(2)
     daemon.wait(timeout=120)
@@ -79,7 +83,7 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     binaries = sys.argv[1]
-    output = sys.argv[2] if len(sys.argv) == 3 else "packaging/hot-functions.order"
+    output = sys.argv[2] if len(sys.argv) == 3 else "packaging/hot-functions.sections"
     if os.getuid() != 0:
         sys.exit("hot-functions: needs root for a network namespace")
     namespace = f"reachd-hot-{os.getpid()}"
@@ -133,7 +137,7 @@ def main():
             for function in functions:
                 order.setdefault(function, None)
         with open(output, "w") as file:
-            file.write("\n".join(order) + "\n")
+            file.write("".join(f".text.{function}\n" for function in order))
         print(f"{output}: {len(order)} symbols", file=sys.stderr)
     finally:
         subprocess.run(["ip", "netns", "del", namespace], stderr=subprocess.DEVNULL)
