@@ -2,6 +2,7 @@ import Foundation
 import ReachdModel
 import ReachdProtocol
 import ReachdTransferModel
+import ReachdTransferProtocol
 import XCTest
 
 /// Jobs' network constraints end to end (issue 33): each job waits with its reason, shown by `reachctl download
