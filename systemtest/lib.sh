@@ -40,19 +40,31 @@ cached_tree() {
     echo "$tree"
 }
 
-# boot NAME TREE NETNS BIND [OPTION...]: boots TREE read-only under an overlay (nothing it writes survives),
-# with its own cgroup so that several can run, in network namespace NETNS, with BIND (a host directory) at
-# /srv/pkg, and systemd-nspawn's OPTIONs (e.g. --capability=CAP_NET_ADMIN). Sets NSPAWN_PID and C (the
-# container's PID 1) and waits for the system to be running.
+# writable_tree NAME TREE: mounts a writable overlay of TREE (which stays clean) at $WORK/NAME.root, its changes
+# in $WORK/NAME.upper, and prints its path: booted with BOOT_VOLATILE=no, what the container writes survives a
+# reboot (shutdown_container, then boot again). The run's cleanup unmounts it.
+writable_tree() {
+    local root=$WORK/$1.root
+    mkdir -p "$root" "$WORK/$1.upper" "$WORK/$1.work" || return 1
+    mount -t overlay overlay -o "lowerdir=$2,upperdir=$WORK/$1.upper,workdir=$WORK/$1.work" "$root" || return 1
+    echo "$root"
+}
+unmount_trees() { local root; for root in "$WORK"/*.root; do mountpoint -q "$root" && umount "$root"; done; return 0; }
+
+# boot NAME TREE NETNS BIND [OPTION...]: boots TREE read-only under an overlay (nothing it writes survives;
+# BOOT_VOLATILE=no boots it as it is, for a tree of writable_tree), with its own cgroup so that several can
+# run, in network namespace NETNS, with BIND (a host directory) at /srv/pkg, and systemd-nspawn's OPTIONs
+# (e.g. --capability=CAP_NET_ADMIN). Sets NSPAWN_PID and C (the container's PID 1) and waits for the system
+# to be running.
 boot() {
-    local name=$1 tree=$2 netns=$3 bind=$4 state= options=
+    local name=$1 tree=$2 netns=$3 bind=$4 state= options= volatile=${BOOT_VOLATILE:-overlay}
     shift 4
     [ $# = 0 ] || options=$(printf " '%s'" "$@")
     for h in systemd unified; do mkdir -p "/sys/fs/cgroup/$h/nspawn-$name"; done
     BOOT_LOG=$WORK/nspawn-$name.log
     setsid sh -c "echo \$\$ > /sys/fs/cgroup/systemd/nspawn-$name/cgroup.procs
                   echo \$\$ > /sys/fs/cgroup/unified/nspawn-$name/cgroup.procs
-                  exec systemd-nspawn -D '$tree' -M '$name' --volatile=overlay -b --register=no --keep-unit \
+                  exec systemd-nspawn -D '$tree' -M '$name' --volatile=$volatile -b --register=no --keep-unit \
                        --console=read-only --network-namespace-path=/run/netns/$netns --bind-ro='$bind':/srv/pkg$options" \
         >"$BOOT_LOG" 2>&1 &
     NSPAWN_PID=$!
@@ -66,6 +78,9 @@ boot() {
     tail -n 30 "$BOOT_LOG" >&2
     die "the container did not boot (state: ${state:-none})"
 }
+
+# reboot_container NAME TREE NETNS BIND: shuts the container down and boots TREE (a writable_tree) again.
+reboot_container() { shutdown_container; BOOT_VOLATILE=no boot "$@"; }
 
 shutdown_container() {
     [ -n "${NSPAWN_PID:-}" ] || return 0

@@ -1,10 +1,13 @@
 # reachd's read-only NetworkManager face (docs/networkmanager-face.md) under real systemd, for systemtest/run
-# (sourced). The installed unit passes --networkmanager-face auto:
+# (sourced). The installed unit passes --networkmanager-face auto, and the package enables it (multi-user.target):
+# - face_at_boot: after a reboot of the bookworm tree without NetworkManager, the first thing asked is snapd's read
+#   of Metered, and reachd answers it: it runs from boot (started before multi-user.target was reached), while
+#   reachd-transfers still waits for a client.
 # - face_without_networkmanager: in the bookworm tree without NetworkManager, reachd serves the face; snapd's
 #   read (busctl, Metered as u) and a script's (dbus-send) get reachd's metered state, on eth0 and on wwan0.
 # - face_with_networkmanager: boots a second tree with the real NetworkManager (Debian's network-manager,
 #   enabled by its package): reachd installs beside it (dpkg refuses files another package owns), leaves the
-#   face off while NetworkManager is enabled, serves it once NetworkManager is disabled, gives the name up when
+#   face off while NetworkManager is enabled, also when both start at boot (after a reboot), serves it once NetworkManager is disabled, gives the name up when
 #   NetworkManager starts (the hand-over time is printed) and takes it back when NetworkManager stops; neither
 #   logs an error.
 
@@ -53,6 +56,48 @@ face_serves() {
     [ "$read" = 0 ] && wait_until 10 "the face's Metered on eth0" sh -c "[ \"\$(nsenter -t $C -a busctl get-property $NM_NAME $NM_PATH $NM_NAME Metered)\" = 'u 4' ]"
 }
 
+# owns_its_name: the reachd that runs owns org.reachd.Reachability1 (asked with --auto-start=no: no activation
+# can stand in for it). The package starts reachd during its installation, when the bus may not yet have read
+# the policy that lets user reachd own the name.
+own_status() { X busctl --auto-start=no --timeout=5 get-property org.reachd.Reachability1 /org/reachd/Reachability1 org.reachd.Reachability1 Status 2>&1; }
+owns_its_name() {
+    wait_until 20 "reachd on org.reachd.Reachability1" own_status \
+        || { echo "reachd's own name: $(own_status)"; X journalctl -b -u reachd.service -o cat --no-pager | tail -n 5; return 1; }
+}
+
+# started_at_boot: reachd.service is enabled and became active before multi-user.target did (which waits for the
+# units it wants): the boot started it, no client did.
+started_at_boot() {
+    local reachd target
+    expect_eq "reachd.service enabled" "$(X systemctl is-enabled reachd.service)" enabled || return 1
+    expect_eq "reachd.service after boot" "$(X systemctl is-active reachd.service)" active \
+        || { X journalctl -b -u reachd.service -o cat --no-pager | tail -n 10; return 1; }
+    reachd=$(prop reachd.service ActiveEnterTimestampMonotonic) target=$(prop multi-user.target ActiveEnterTimestampMonotonic)
+    [ "$reachd" -gt 0 ] && [ "$reachd" -le "$target" ] \
+        || { echo "reachd.service active at $reachd us, multi-user.target at $target us"; return 1; }
+}
+
+# booted_face_serves: the first command after the reboot is snapd's read, by user nobody (no activation file can
+# start reachd for NetworkManager's name: only the boot can have).
+booted_face_serves() {
+    local out
+    out=$(X runuser -u nobody -- busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" Metered) \
+        || { echo "busctl get-property Metered failed: $out"; X systemctl status --no-pager reachd.service; return 1; }
+    note "first command after the reboot: busctl get-property $NM_NAME $NM_PATH $NM_NAME Metered: $out"
+    expect_eq "Metered at boot (eth0)" "$out" "u 4" || return 1
+    started_at_boot || return 1
+    owner_is reachd.service || { echo "the name's owner is PID $(name_owner_pid), not reachd's"; return 1; }
+    said "NetworkManager.service is not installed: the NetworkManager face is on (--networkmanager-face auto)" \
+        || { echo "reachd did not say that it serves the face"; return 1; }
+    expect_eq "reachd-transfers.service before its first client" "$(X systemctl is-active reachd-transfers.service)" inactive || return 1
+    out=$(X journalctl -q -b -p warning --no-pager -o short-monotonic -u reachd.service)
+    [ -z "$out" ] || { echo "$out"; return 1; }
+}
+
+face_at_boot() {
+    check "after a reboot without NetworkManager, snapd's busctl read of Metered (the first command) is answered: reachd runs from boot (before multi-user.target), reachd-transfers still waits" booted_face_serves
+}
+
 face_without_networkmanager() {
     check "without NetworkManager the installed reachd serves the NetworkManager face (auto): snapd's busctl read and dbus-send get reachd's Metered (eth0 4, wwan0 3), Version says reachd" face_serves
 }
@@ -61,6 +106,8 @@ face_without_networkmanager() {
 nm_installed_beside() {
     wait_until 30 "NetworkManager on its name" owner_is NetworkManager.service || { X systemctl status --no-pager NetworkManager.service; return 1; }
     installed || return 1
+    expect_eq "reachd.service started by the package" "$(X systemctl is-active reachd.service)" active || return 1
+    owns_its_name || return 1
     local common
     common=$(X sh -c 'dpkg -L reachd | sort > /tmp/reachd.files; dpkg -L network-manager libnm0 | sort -u > /tmp/nm.files
                       comm -12 /tmp/reachd.files /tmp/nm.files | while read -r f; do [ -d "$f" ] || echo "$f"; done') || return 1
@@ -73,6 +120,17 @@ nm_installed_beside() {
     version=$(nm_version) || return 1
     note "NetworkManager's Version: $version"
     case "$version" in *reachd*) echo "Version $version is reachd's"; return 1 ;; esac
+}
+
+# nm_at_boot: after a reboot with NetworkManager enabled, both started at boot: NetworkManager owns its name,
+# reachd (auto) runs with the face off, and neither logs an error.
+nm_at_boot() {
+    wait_until 30 "NetworkManager on its name" owner_is NetworkManager.service || { X systemctl status --no-pager NetworkManager.service; return 1; }
+    started_at_boot || return 1
+    said "NetworkManager.service is enabled: the NetworkManager face is off (--networkmanager-face auto)" \
+        || { echo "reachd did not say that the face is off:"; X journalctl -b -u reachd.service -o cat --no-pager | grep -i face; return 1; }
+    case "$(nm_version)" in *reachd*|'') echo "Version $(nm_version) is not NetworkManager's"; return 1 ;; esac
+    nm_quiet_journal
 }
 
 handover() {
@@ -111,12 +169,16 @@ nm_quiet_journal() {
 }
 
 face_with_networkmanager() {
-    local nm_tree
+    local nm_tree nm_root
     shutdown_container
     nm_tree=$(cached_tree bookworm "$TREE_PACKAGES,network-manager") || exit 2
+    nm_root=$(writable_tree "${id}n" "$nm_tree") || die "cannot mount a writable overlay of $nm_tree"
     log "booting $(basename "$nm_tree") (network-manager installed and enabled) with systemd as PID 1"
-    boot "${id}n" "$nm_tree" "$NETNS" "$WORK/pkg"
-    check "with the real NetworkManager enabled and running, the package installs beside it (no file in common), reachd (auto) leaves the face off" nm_installed_beside
+    BOOT_VOLATILE=no boot "${id}n" "$nm_root" "$NETNS" "$WORK/pkg"
+    check "with the real NetworkManager enabled and running, the package installs beside it (no file in common) and starts reachd, which owns its own name and (auto) leaves the face off" nm_installed_beside
+    log "rebooting the container"
+    reboot_container "${id}n" "$nm_root" "$NETNS" "$WORK/pkg"
+    check "after a reboot with NetworkManager enabled: reachd runs from boot with the face off, NetworkManager owns its name, neither logs an error" nm_at_boot
     check "NetworkManager disabled: reachd's face serves; NetworkManager started: it owns its name, the face is gone; stopped: the face is back" handover
     check "journalctl -p err -u reachd -u NetworkManager: no error from either (no warning from reachd)" nm_quiet_journal
 }
