@@ -7,15 +7,23 @@ import Glibc
 package enum DetachedThread {
     /// Starts a thread running `body`.
     package static func start(_ body: @escaping @Sendable () -> Void) throws(SystemCallError) {
+        _ = try PosixThread.start(detached: true, body)
+    }
+}
+
+/// `pthread_create` for a Swift closure: the one place that hands a closure to a new thread.
+enum PosixThread {
+    /// Starts a thread running `body`, detached or for its caller to join.
+    static func start(detached: Bool, _ body: @escaping () -> Void) throws(SystemCallError) -> pthread_t {
         final class Box {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+            let body: () -> Void
+            init(_ body: @escaping () -> Void) { self.body = body }
         }
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        if detached { pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) }
         var tid = pthread_t()
         let rc = pthread_create(&tid, &attributes, { raw in
             guard let raw else { return nil }
@@ -26,5 +34,6 @@ package enum DetachedThread {
             Unmanaged<Box>.fromOpaque(context).release()
             throw SystemCallError(call: "pthread_create", errno: Errno(rc))
         }
+        return tid
     }
 }

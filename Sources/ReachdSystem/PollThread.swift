@@ -39,9 +39,10 @@ package final class PollThread {
     package func start(descriptors: @escaping () -> (fds: [pollfd], timeout: Int32),
                        ready: @escaping (Outcome) -> Void) throws(PollThreadError) {
         precondition(thread == nil, "PollThread started twice")
-        switch spawnPosixThread({ [unowned self] in self.run(descriptors: descriptors, ready: ready) }) {
-        case .success(let tid): thread = tid
-        case .failure(let error): throw error
+        do {
+            thread = try PosixThread.start(detached: false) { [unowned self] in self.run(descriptors: descriptors, ready: ready) }
+        } catch {
+            throw PollThreadError(call: error.call, code: error.errno.rawValue)
         }
     }
 
@@ -80,24 +81,4 @@ package final class PollThread {
 package struct PollThreadError: Error {
     package let call: String
     package let code: Int32
-}
-
-/// Starts a plain POSIX thread running `body`; the caller joins it.
-private func spawnPosixThread(_ body: @escaping () -> Void) -> Result<pthread_t, PollThreadError> {
-    final class Box {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
-    let context = Unmanaged.passRetained(Box(body)).toOpaque()
-    var tid = pthread_t()
-    let rc = pthread_create(&tid, nil, { raw in
-        guard let raw else { return nil }
-        Unmanaged<Box>.fromOpaque(raw).takeRetainedValue().body()
-        return nil
-    }, context)
-    guard rc == 0 else {
-        Unmanaged<Box>.fromOpaque(context).release()
-        return .failure(PollThreadError(call: "pthread_create", code: rc))
-    }
-    return .success(tid)
 }
