@@ -182,6 +182,8 @@ deb:
 	$(MAKE) --no-print-directory install CONFIGURATION=release SWIFT_BUILD_FLAGS="$(DEB_BUILD_FLAGS) --scratch-path .build-deb/swift" PREFIX=/usr \
 	    UNITDIR=/lib/systemd/system USERUNITDIR=/usr/lib/systemd/user DBUSSESSIONDIR=/usr/share/dbus-1/services \
 	    DESTDIR=$(CURDIR)/.build-deb/root
+	@! nm .build-deb/swift/release/reachd | grep -q FoundationInternationalization || \
+	  { echo "make deb: reachd links Foundation's ICU part (FoundationInternationalization): keep its modules on FoundationEssentials" >&2; exit 1; }
 	packaging/build-deb .build-deb/root $(VERSION) .build-deb
 	lintian --fail-on error .build-deb/reachd_$(VERSION)_$$(dpkg --print-architecture).deb
 

@@ -26,7 +26,7 @@ enum SubscriberSocket {
 
     private static func describedDescriptor(_ channel: any Channel) -> Int32? {
         let text = "\(channel)"
-        guard let marker = text.range(of: "fd=") else { return nil }
+        guard let marker = text.firstRange(of: "fd=") else { return nil }
         return Int32(text[marker.upperBound...].prefix(while: \.isNumber))
     }
 
