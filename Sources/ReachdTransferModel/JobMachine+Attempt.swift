@@ -5,12 +5,10 @@ import ReachdModel
 extension JobMachine {
     /// Starts a transfer; not while the last one is still finishing (paused and resumed meanwhile).
     mutating func start() {
-        guard attempt == nil else { return }
+        guard !life.holdsSlot else { return }
         var next = job
-        next.state = .running
         next.reason = nil
-        update(next)
-        attempt = Attempt(checkpointBytes: job.bytesReceived, checkpointSeconds: moment.monotonic)
+        update(next, life: .transferring(Transfer(checkpointBytes: job.bytesReceived, checkpointSeconds: moment.monotonic)))
         actions.append(.startAttempt)
     }
 
@@ -24,155 +22,151 @@ extension JobMachine {
 
     /// Progress: counted, written to the store at checkpoints, told to watchers at most every event interval.
     mutating func progressed(_ bytes: Int64) {
-        attempt?.progressed = true
+        var transfer = life.transfer
+        transfer?.progressed = true
         actions.append(.countTransferred(bytes: bytes - job.bytesReceived, upload: job.kind == .upload))
         let now = moment.monotonic
-        let since = (bytes: bytes - (attempt?.checkpointBytes ?? 0), seconds: now - (attempt?.checkpointSeconds ?? 0))
+        let since = (bytes: bytes - (transfer?.checkpointBytes ?? 0), seconds: now - (transfer?.checkpointSeconds ?? 0))
         var next = job
         next.bytesReceived = bytes
         if rules.checkpoint.isDue(bytesSince: since.bytes, secondsSince: since.seconds) {
-            attempt?.checkpointBytes = bytes
-            attempt?.checkpointSeconds = now
+            transfer?.checkpointBytes = bytes
+            transfer?.checkpointSeconds = now
+            if let transfer { life = .transferring(transfer) }
             update(next)
         } else {
+            if let transfer { life = .transferring(transfer) }
             job = next
             if now - (lastEventSeconds ?? 0) >= rules.eventIntervalSeconds { notify(job) }
         }
     }
 
-    /// The attempt's outcome: a stop the scheduler asked for wins over what the transfer reported, unless
-    /// the transfer got to its end first.
+    /// The transfer's outcome: a stop the scheduler asked for wins over what the transfer reported, unless
+    /// the transfer got to its end first. A transfer's end outside a transfer (or while it finishes) is ignored.
     mutating func attemptEnded(_ outcome: FetchOutcome, partialSize: Int64) {
-        guard attempt != nil else { return }
-        let intent = attempt?.intent
-        attempt?.intent = nil
-        attempt?.refreshing = job.isRefreshing
-        if case .cancel = intent {
-            if job.kind == .download { actions.append(.removePartial) }
-            attempt = nil
-            actions += [.attemptOver, .reschedule]
-            return
-        }
+        guard let transfer = life.transfer else { return }
+        let refreshing = job.isRefreshing
         var next = job
-        switch outcome {
-        case .uploaded(let status, let body):
+        switch (outcome, transfer.stop) {
+        case (_, .cancel?):
+            if job.kind == .download { actions.append(.removePartial) }
+            life = .cancelled
+            actions += [.attemptOver, .reschedule]
+        case (.uploaded(let status, let body), _):
             next.responseStatus = status
             next.responseBody = body
             next.bytesReceived = next.bytesTotal ?? next.bytesReceived
-            next.state = .completed
             next.reason = nil
             next.attempts = 0
             next.retryAt = nil
             actions.append(.log("upload \(id) completed", metadata: ["status": "\(status)", "bytes": "\(next.bytesReceived)"]))
-        case .complete(let total):
+            conclude(next, as: .completed, refreshing: refreshing, notModified: false)
+        case (.complete(let total), _):
             next.bytesReceived = total
             next.bytesTotal = total
             job = next
-            attempt?.finishing = next.sha256 == nil ? .move : .digest
+            life = .finishing(Finish(step: next.sha256 == nil ? .move : .digest, refreshing: refreshing, word: transfer.stop?.word))
             actions.append(next.sha256 == nil ? .moveIntoPlace : .verifyDigest)
-            return
-        case .notModified:
-            attempt?.finishing = .output
+        case (.notModified, _):
+            life = .finishing(Finish(step: .output, refreshing: refreshing, word: transfer.stop?.word))
             actions += [.removePartial, .measureOutput]
-            return
-        default:
-            if let intent {
-                next.bytesReceived = job.kind == .download ? partialSize : 0
-                switch intent {
-                case .pause: next.state = .paused
-                case .deferral(let reason):
-                    next.state = .deferred
-                    next.reason = reason
-                case .cancel: break
-                }
-            } else if apply(outcome, partialSize: partialSize, to: &next) {
-                return concludeAfterRemovingPartial(next)
+        case (_, .pause?), (_, .pauseThenResume?):
+            next.bytesReceived = job.kind == .download ? partialSize : 0
+            conclude(next, as: .paused, refreshing: refreshing, notModified: false)
+        case (_, .deferral(let reason)?):
+            next.bytesReceived = job.kind == .download ? partialSize : 0
+            next.reason = reason
+            conclude(next, as: .deferred, refreshing: refreshing, notModified: false)
+        case (_, nil):
+            let (end, removesPartial) = apply(outcome, partialSize: partialSize, progressed: transfer.progressed, to: &next)
+            if removesPartial {
+                removePartialFirst(Finish(step: .removal(failed: next), refreshing: refreshing, word: nil))
+            } else {
+                conclude(next, as: end, refreshing: refreshing, notModified: false)
             }
         }
-        conclude(next, notModified: false)
     }
 
     /// The digest of a complete download: a mismatch discards it, a match moves it into place.
     mutating func digestComputed(_ digest: Result<String, JobFailure>) {
-        guard attempt?.finishing == .digest, let expected = job.sha256 else { return }
+        guard case .finishing(var finish) = life, finish.step == .digest, let expected = job.sha256 else { return }
         var next = job
         switch digest {
         case .success(let actual) where actual == expected:
-            attempt?.finishing = .move
+            finish.step = .move
+            life = .finishing(finish)
             actions.append(.moveIntoPlace)
-            return
         case .success(let actual):
-            next.state = .failed
             next.reason = "failed: SHA-256 mismatch: expected \(expected), got \(actual); the download was discarded"
-            return concludeAfterRemovingPartial(next)
+            finish.step = .removal(failed: next)
+            removePartialFirst(finish)
         case .failure(let failure):
-            next.state = .failed
             next.reason = "failed: \(failure.description)"
+            conclude(next, as: .failed, refreshing: finish.refreshing, notModified: false)
         }
-        conclude(next, notModified: false)
     }
 
     mutating func movedIntoPlace(_ failure: JobFailure?) {
-        guard attempt?.finishing == .move else { return }
+        guard case .finishing(var finish) = life, finish.step == .move else { return }
         var next = job
         if let failure {
-            next.state = .failed
             next.reason = "failed: \(failure.description)"
-            return concludeAfterRemovingPartial(next)
-        } else {
-            next.current = next.validators
-            markChecked(&next)
-            actions.append(.log("job \(id) completed", metadata: ["bytes": "\(next.bytesReceived)", "output": "\(next.output)"]))
+            finish.step = .removal(failed: next)
+            return removePartialFirst(finish)
         }
-        conclude(next, notModified: false)
+        next.current = next.validators
+        markChecked(&next)
+        actions.append(.log("job \(id) completed", metadata: ["bytes": "\(next.bytesReceived)", "output": "\(next.output)"]))
+        conclude(next, as: .completed, refreshing: finish.refreshing, notModified: false)
     }
 
     /// After a 304: the file in place is current.
     mutating func outputMeasured(_ size: Int64) {
-        guard attempt?.finishing == .output else { return }
+        guard case .finishing(let finish) = life, finish.step == .output else { return }
         var next = job
         next.bytesReceived = size
         next.bytesTotal = size
         next.validators = Validators()
         markChecked(&next)
         actions.append(.log("job \(id): not modified since \(next.current.lastModified ?? next.current.etag ?? "the last check")", metadata: [:]))
-        conclude(next, notModified: true)
+        conclude(next, as: .completed, refreshing: finish.refreshing, notModified: true)
     }
 
-    /// A failed attempt whose partial file goes first: the attempt keeps its slot until `partialRemoved`.
-    private mutating func concludeAfterRemovingPartial(_ ended: Job) {
-        attempt?.finishing = .removal(ending: ended)
+    /// A failed attempt whose partial file goes first (`finish` is its removal): the attempt keeps its slot until
+    /// `partialRemoved`.
+    private mutating func removePartialFirst(_ finish: Finish) {
+        life = .finishing(finish)
         actions.append(.removePartial)
     }
 
     mutating func partialRemoved() {
-        guard case .removal(let ended) = attempt?.finishing else { return }
-        conclude(ended, notModified: false)
+        guard case .finishing(let finish) = life, case .removal(let failed) = finish.step else { return }
+        conclude(failed, as: .failed, refreshing: finish.refreshing, notModified: false)
     }
 
-    /// The attempt is over: a failed refresh keeps the file in place and plans the next check; the slot is freed,
-    /// the job stored, a finished one's host no longer followed.
-    private mutating func conclude(_ ended: Job, notModified: Bool) {
+    /// The attempt is over, the job `ended` in `end` (queued, deferred, paused, completed or failed): a failed
+    /// refresh keeps the file in place and plans the next check; the slot is freed, the job stored, a finished
+    /// one's host no longer followed.
+    private mutating func conclude(_ ended: Job, as end: Life, refreshing: Bool, notModified: Bool) {
         var next = ended
-        let refreshing = attempt?.refreshing ?? false
-        if next.state == .failed && next.lastChecked != nil {
+        var end = end
+        if end == .failed && next.lastChecked != nil {
             next.reason = "refresh failed (\(next.reason ?? "?")); the file in place is kept"
             markChecked(&next, reason: next.reason)
+            end = .completed
             actions.append(.countRefresh(.failed))
-        } else if refreshing, next.state == .completed {
+        } else if refreshing, end == .completed {
             actions.append(.countRefresh(notModified ? .notModified : .changed))
         }
-        attempt = nil
         actions.append(.attemptOver)
-        update(next)
+        update(next, life: end)
         if isFinished { actions.append(.unwatchHost) }
         actions.append(.reschedule)
     }
 
-    /// The file in place is current as of now: completed, next check planned.
+    /// The file in place is current as of now: next check planned (the job ends completed).
     private func markChecked(_ job: inout Job, reason: String? = nil) {
         let now = moment.now
-        job.state = .completed
         job.reason = reason
         job.attempts = 0
         job.retryAt = nil
@@ -180,47 +174,41 @@ extension JobMachine {
         job.nextCheck = job.refreshSeconds.map { Timestamp(microseconds: now.microseconds + $0 * 1_000_000) }
     }
 
-    /// An attempt that ended without reaching its end and without a stop asked for; true when the job failed
-    /// and its partial file is to be removed.
-    private mutating func apply(_ outcome: FetchOutcome, partialSize: Int64, to job: inout Job) -> Bool {
+    /// A transfer that ended without reaching its end and without a stop asked for: the life it ends in, and
+    /// whether its partial file is to be removed first (a failed download).
+    private mutating func apply(_ outcome: FetchOutcome, partialSize: Int64, progressed: Bool, to job: inout Job) -> (Life, removesPartial: Bool) {
         // An upload starts again from its first byte.
         job.bytesReceived = job.kind == .download ? partialSize : 0
-        if attempt?.progressed == true { job.attempts = 0 }
+        if progressed { job.attempts = 0 }
         switch outcome {
         case .complete, .notModified, .uploaded, .stopped:
-            job.state = .queued
+            return (.queued, false)
         case .notAllowed(let total):
             job.bytesTotal = total
-            sizeChecked = true
-            job.state = .deferred
+            sizeQuestion = .answered
+            return (.deferred, false)
         case .restart(let reason):
             actions += [.countRetry, .log("job \(id): starting over: \(reason)", metadata: [:])]
             job.validators = Validators()
             job.bytesReceived = 0
             job.attempts += 1
-            if job.attempts >= rules.retry.maximumAttempts {
-                job.state = .failed
-                job.reason = "failed after \(job.attempts) attempts: \(reason)"
-            } else {
-                job.state = .queued
-            }
+            guard job.attempts >= rules.retry.maximumAttempts else { return (.queued, false) }
+            job.reason = "failed after \(job.attempts) attempts: \(reason)"
+            return (.failed, false)
         case .retry(let reason, let retryAfter):
             actions.append(.countRetry)
             job.attempts += 1
-            if let delay = rules.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter, jitter: moment.jitter) {
-                job.state = .deferred
-                job.retryAt = Timestamp(microseconds: moment.now.microseconds + Int64(delay * 1e6))
-                job.reason = "deferred: attempt \(job.attempts) failed (\(reason)); retrying in \(Int(delay.rounded(.up))) s"
-                actions.append(.log("job \(id): \(reason); retry in \(delay) s", metadata: [:]))
-            } else {
-                job.state = .failed
+            guard let delay = rules.retry.delay(afterAttempt: job.attempts, retryAfter: retryAfter, jitter: moment.jitter) else {
                 job.reason = "failed after \(job.attempts) attempts: \(reason)"
+                return (.failed, false)
             }
+            job.retryAt = Timestamp(microseconds: moment.now.microseconds + Int64(delay * 1e6))
+            job.reason = "deferred: attempt \(job.attempts) failed (\(reason)); retrying in \(Int(delay.rounded(.up))) s"
+            actions.append(.log("job \(id): \(reason); retry in \(delay) s", metadata: [:]))
+            return (.deferred, false)
         case .failed(let reason):
-            job.state = .failed
             job.reason = reason
-            return job.kind == .download
+            return (.failed, job.kind == .download)
         }
-        return false
     }
 }

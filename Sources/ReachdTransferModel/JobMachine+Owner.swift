@@ -5,10 +5,9 @@ extension JobMachine {
     mutating func pause() {
         guard !job.state.isTerminal else { return refuse("job \(id) is \(job.state.rawValue)") }
         var next = job
-        next.state = .paused
         next.reason = "paused by its owner; reachctl download resume \(id) continues it"
-        update(next)
-        stop(.pause)
+        update(next, life: life.told(.paused))
+        if life.holdsSlot { actions.append(.stopAttempt) }
     }
 
     mutating func resume() {
@@ -17,11 +16,10 @@ extension JobMachine {
         case .running, .queued: break
         case .paused, .deferred, .failed:
             var next = job
-            next.state = .queued
             next.reason = nil
             next.attempts = 0
             next.retryAt = nil
-            update(next)
+            update(next, life: life.told(.resumed))
             actions += [.watchHost, .reschedule]
         }
     }
@@ -43,12 +41,11 @@ extension JobMachine {
     mutating func cancel() {
         guard !job.state.isTerminal else { return refuse("job \(id) is already \(job.state.rawValue)") }
         var next = job
-        next.state = .cancelled
         next.reason = "cancelled by its owner"
-        update(next)
+        update(next, life: life.told(.cancelled))
         actions.append(.unwatchHost)
-        if attempt != nil {
-            stop(.cancel)
+        if life.holdsSlot {
+            actions.append(.stopAttempt)
         } else if job.kind == .download {
             actions.append(.removePartial)
         }
@@ -76,18 +73,17 @@ extension JobMachine {
         if job.state == .completed, let due = job.nextCheck, due <= now {
             // A new transfer, conditional on the file in place, which stays until it is replaced.
             var next = job
-            next.state = .queued
             next.reason = "refresh check due"
             next.bytesReceived = 0
             next.bytesTotal = nil
             next.validators = Validators()
-            sizeChecked = false
-            update(next)
+            if sizeQuestion == .answered { sizeQuestion = .unasked }
+            update(next, life: .queued)
         }
         timeEdge = rules.gate.nextTimeEdge(job: job, now: now, zone: rules.zone)
-        if attempt == nil {
+        if !life.holdsSlot {
             decideWaiting(route, now: now)
-        } else if attempt?.intent == nil {
+        } else if !life.stopAsked {
             // A constraint that stops holding pauses the transfer as a metered route does; a deadline that fails the
             // job stops it first, and the job fails once the attempt is over.
             switch decision(route: route, size: job.bytesTotal, sizeChecked: true, now: now) {
@@ -100,44 +96,37 @@ extension JobMachine {
     }
 
     private mutating func decideWaiting(_ route: JobRoute, now: Timestamp) {
-        guard !job.state.isTerminal, job.state != .paused else { return }
+        guard life == .queued || life == .deferred else { return }
         var next = job
-        if let retryAt = job.retryAt, retryAt > now {
-            next.state = .deferred
-            return update(next)
-        }
+        if let retryAt = job.retryAt, retryAt > now { return update(next, life: .deferred) }
         next.retryAt = nil
-        switch decision(route: route, size: job.bytesTotal, sizeChecked: sizeChecked || job.bytesTotal != nil, now: now) {
+        switch decision(route: route, size: job.bytesTotal, sizeChecked: sizeQuestion == .answered || job.bytesTotal != nil, now: now) {
         case .fail(let reason):
-            next.state = .failed
             next.reason = reason
             timeEdge = nil
-            update(next)
+            update(next, life: .failed)
             actions += [.unwatchHost, .log("job \(id): \(reason)", metadata: [:])]
-            return
         case .run:
-            next.state = .queued
             next.reason = nil
+            update(next, life: .queued)
         case .wait(let reason):
-            next.state = .deferred
             next.reason = reason
+            update(next, life: .deferred)
         case .needSize:
-            next.state = .deferred
             next.reason = route.verdict?.metered == false
                 ? "deferred: asking the server for the size, which its constraints weigh"
                 : "deferred: the route is metered; asking the server for the size"
-            if !probing {
-                probing = true
+            if sizeQuestion == .unasked {
+                sizeQuestion = .asking
                 actions.append(.probeSize)
             }
+            update(next, life: .deferred)
         }
-        update(next)
     }
 
     /// The server's size answer: kept when the job had none; the queue decides again.
     mutating func sizeProbed(_ size: Int64?) {
-        probing = false
-        sizeChecked = true
+        sizeQuestion = .answered
         if job.bytesTotal == nil, let size {
             var next = job
             next.bytesTotal = size

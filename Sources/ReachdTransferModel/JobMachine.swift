@@ -1,48 +1,17 @@
 import ReachdModel
 
 /// Everything the scheduler keeps about one job, and the rules that move it: events in, actions out.
-/// The job record and its bookkeeping (the running attempt, its stop intent, the size probe, checkpoints)
-/// live here together, so dropping the machine drops all of it. Pure: the clock and the jitter come in
-/// with each event (`JobMoment`); files, network, store and watchers are the shell's, driven by `JobAction`s.
+/// The job record and its life (`Life`: the phase, with its own bookkeeping: the running transfer's stop intent
+/// and checkpoints, the finishing step) live here together, so dropping the machine drops all of it. Pure: the
+/// clock and the jitter come in with each event (`JobMoment`); files, network, store and watchers are the shell's,
+/// driven by `JobAction`s.
 public struct JobMachine: Sendable {
-    /// Why the scheduler stopped a running transfer; applied when its attempt ends.
-    public enum StopIntent: Hashable, Sendable {
-        case pause, cancel
-        case deferral(String)
-    }
-
-    /// What an attempt that has ended still waits for before its slot is free.
-    public enum Finishing: Hashable, Sendable {
-        /// The digest of the complete partial file.
-        case digest
-        /// The complete file being moved into place.
-        case move
-        /// The size of the file in place, after a 304.
-        case output
-        /// The partial file of a failed download being removed; the failure is stored after, so the job can
-        /// neither start again nor show as finished while its old file is still being removed.
-        case removal(ending: Job)
-    }
-
-    /// The running transfer's bookkeeping; nil when no transfer task runs.
-    public struct Attempt: Hashable, Sendable {
-        public var intent: StopIntent?
-        /// Bytes arrived in this attempt (so a failure afterwards starts the backoff afresh).
-        public var progressed = false
-        /// The last progress written to the store: bytes and monotonic seconds.
-        public var checkpointBytes: Int64
-        public var checkpointSeconds: Double
-        /// The job was a refresh check when the attempt ended.
-        public var refreshing = false
-        public var finishing: Finishing?
-    }
-
+    /// The job as stored and shown; its `state` is always its life's (set only through `life`).
     public internal(set) var job: Job
-    public internal(set) var attempt: Attempt?
-    /// A size probe (HEAD) is under way.
-    public internal(set) var probing = false
-    /// The server was asked for the size since the last refresh check began.
-    public internal(set) var sizeChecked = false
+    /// Where the job is in its life, with the data of that phase.
+    public internal(set) var life: Life { didSet { job.state = life.state } }
+    /// Whether the server was asked for the size since the last refresh check began.
+    public internal(set) var sizeQuestion = SizeQuestion.unasked
     /// Monotonic seconds of the last event to watchers.
     public internal(set) var lastEventSeconds: Double?
     /// When the job's constraints may decide otherwise with the clock alone (a window's edge, not-before, the deadline).
@@ -53,8 +22,17 @@ public struct JobMachine: Sendable {
     var moment = JobMoment(now: Timestamp(microseconds: 0), monotonic: 0, jitter: 0)
     var actions: [JobAction] = []
 
+    /// The machine of a stored or new job; no transfer runs yet (a stored `running` job is queued again).
     public init(_ job: Job, rules: JobRules) {
+        self.init(job, life: Life(stored: job.state), rules: rules)
+    }
+
+    /// A machine in `life` (the transition tables start from any).
+    init(_ job: Job, life: Life, sizeQuestion: SizeQuestion = .unasked, rules: JobRules) {
         self.job = job
+        self.job.state = life.state
+        self.life = life
+        self.sizeQuestion = sizeQuestion
         self.rules = rules
     }
 
@@ -73,7 +51,7 @@ public struct JobMachine: Sendable {
 
     /// The transfer may go on with `total` bytes on `route` at `now` (asked by the fetcher once the size is known).
     public func allows(total: Int64?, route: JobRoute, at now: Timestamp) -> Bool {
-        guard attempt?.intent == nil else { return false }
+        guard !life.stopAsked else { return false }
         return decision(route: route, size: total, sizeChecked: true, now: now) == .run
     }
 
@@ -119,16 +97,19 @@ public struct JobMachine: Sendable {
         return decision
     }
 
-    /// Records a changed job: stored (with its change time), counted when its state moved, told to watchers.
-    mutating func update(_ changed: Job) {
-        guard changed != job else { return }
-        var next = changed
-        next.updated = moment.now
-        let stateMoved = next.state != job.state
-        job = next
-        if stateMoved { actions.append(.stateChanged(next)) }
-        actions.append(.persist(next))
-        notify(next)
+    /// Moves the job into `next` life (when given) with the record `changed`: stored (with its change time),
+    /// counted when its state moved, told to watchers. The record's state is the life's.
+    mutating func update(_ changed: Job, life next: Life? = nil) {
+        let before = job
+        if let next { life = next }
+        var record = changed
+        record.state = life.state
+        guard record != before else { return }
+        record.updated = moment.now
+        job = record
+        if record.state != before.state { actions.append(.stateChanged(record)) }
+        actions.append(.persist(record))
+        notify(record)
     }
 
     mutating func notify(_ job: Job) {
@@ -136,19 +117,26 @@ public struct JobMachine: Sendable {
         actions.append(.notify(job))
     }
 
-    /// The crash recovery of a stored job: a transfer that was running is queued again from what its
+    /// The crash recovery of a stored job: one that was running (queued again by `init`) goes on from what its
     /// partial file holds (nothing stored: the size on disk is the truth).
     private mutating func recover(partialSize: Int64) {
         guard !job.state.isTerminal else { return }
-        if job.state == .running { job.state = .queued }
         job.bytesReceived = partialSize
         if partialSize == 0 { job.validators = Validators() }
     }
 
-    /// Stops the running transfer for `intent` (the outcome is applied when its attempt ends).
+    /// Stops the running transfer for `intent` (the outcome is applied when it ends). A deferral (the route, the
+    /// constraints, the service stopping) does not replace its owner's pause or cancel, which stand.
     mutating func stop(_ intent: StopIntent) {
-        guard attempt != nil else { return }
-        attempt?.intent = intent
+        switch life {
+        case .transferring(var transfer):
+            if intent.word != nil || transfer.stop?.word == nil { transfer.stop = intent }
+            life = .transferring(transfer)
+        case .finishing(var finish):
+            finish.stopAsked = true
+            life = .finishing(finish)
+        default: return
+        }
         actions.append(.stopAttempt)
     }
 }

@@ -35,8 +35,7 @@ final class JobMachineAttemptTests: XCTestCase {
             XCTAssertEqual(machine.handle(.reevaluate(F.metered), at: F.at(1)).effects, [.probeSize])
             XCTAssertEqual(machine.handle(.reevaluate(F.metered), at: F.at(2)).effects, [], "one probe at a time")
             XCTAssertEqual(machine.handle(.sizeProbed(answer), at: F.at(3)).effects, [.reschedule])
-            XCTAssertTrue(machine.sizeChecked)
-            XCTAssertFalse(machine.probing)
+            XCTAssertEqual(machine.sizeQuestion, .answered)
             XCTAssertEqual(machine.handle(.reevaluate(F.metered), at: F.at(4)).effects, [], "asked already: not again")
             XCTAssertEqual(machine.job.state, state, "\(String(describing: answer))")
             XCTAssertEqual(machine.job.bytesTotal, total)
@@ -72,7 +71,7 @@ final class JobMachineAttemptTests: XCTestCase {
         _ = machine.handle(.attemptEnded(.notAllowed(total: 9000), partialSize: 0), at: F.at(2))
         XCTAssertEqual(machine.job.state, .deferred)
         XCTAssertEqual(machine.job.bytesTotal, 9000)
-        XCTAssertTrue(machine.sizeChecked)
+        XCTAssertEqual(machine.sizeQuestion, .answered)
     }
 
     /// Backoff with a fixed jitter: base 2 s halved by jitter 0, doubled per attempt; Retry-After wins when longer; 3 attempts.
@@ -136,12 +135,12 @@ final class JobMachineAttemptTests: XCTestCase {
         XCTAssertEqual(machine.handle(.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0), at: F.at(2)), [.removePartial])
         XCTAssertEqual(machine.job.state, .running)
         XCTAssertEqual(machine.handle(.start, at: F.at(2)), [], "started again while its partial file is being removed")
-        XCTAssertNotNil(machine.attempt)
+        XCTAssertTrue(machine.life.holdsSlot)
         let actions = machine.handle(.partialRemoved, at: F.at(3))
         XCTAssertEqual(actions.effects, [.attemptOver, .unwatchHost, .reschedule])
         XCTAssertEqual(machine.job.state, .failed)
         XCTAssertEqual(machine.job.reason, "failed: 404")
-        XCTAssertNil(machine.attempt)
+        XCTAssertFalse(machine.life.holdsSlot)
         XCTAssertEqual(machine.handle(.partialRemoved, at: F.at(4)), [], "a removal outside an attempt concludes nothing")
     }
 
@@ -161,7 +160,7 @@ final class JobMachineAttemptTests: XCTestCase {
             XCTAssertEqual(machine.job.current, validators)
             XCTAssertEqual(machine.job.lastChecked, F.at(4).now)
             XCTAssertNil(machine.job.nextCheck)
-            XCTAssertNil(machine.attempt)
+            XCTAssertFalse(machine.life.holdsSlot)
         }
     }
 
@@ -266,10 +265,10 @@ final class JobMachineAttemptTests: XCTestCase {
     func testNothingOfAnAttemptOutlivesIt() {
         var machine = F.running()
         _ = machine.handle(.progressed(bytes: 500), at: F.at(2))
-        XCTAssertEqual(machine.attempt?.progressed, true)
+        XCTAssertEqual(machine.life.transfer?.progressed, true)
         _ = machine.handle(.attemptEnded(.failed(reason: "failed: 404"), partialSize: 0), at: F.at(3))
         _ = machine.handle(.partialRemoved, at: F.at(3))
-        XCTAssertNil(machine.attempt)
+        XCTAssertFalse(machine.life.holdsSlot)
         XCTAssertTrue(machine.isFinished)
 
         // A pause while the digest is computed: the intent goes with the attempt, the next one runs free.
@@ -277,11 +276,11 @@ final class JobMachineAttemptTests: XCTestCase {
         _ = checked.handle(.attemptEnded(.complete(total: 10), partialSize: 10), at: F.at(2))
         XCTAssertEqual(checked.handle(.pause, at: F.at(3)).effects, [.stopAttempt])
         _ = checked.handle(.digestComputed(.failure(JobFailure("gone"))), at: F.at(4))
-        XCTAssertNil(checked.attempt)
+        XCTAssertFalse(checked.life.holdsSlot)
         _ = checked.handle(.resume, at: F.at(5))
         _ = checked.handle(.start, at: F.at(6))
         XCTAssertTrue(checked.allows(total: 10, route: F.unmetered, at: F.at(20).now))
-        XCTAssertEqual(checked.attempt?.progressed, false)
+        XCTAssertEqual(checked.life.transfer?.progressed, false)
     }
 
     /// Paused and resumed while the digest is computed: queued again, but not started until that attempt is over.
@@ -295,7 +294,7 @@ final class JobMachineAttemptTests: XCTestCase {
         XCTAssertEqual(machine.handle(.digestComputed(.success("ab")), at: F.at(5)), [.moveIntoPlace])
         _ = machine.handle(.movedIntoPlace(nil), at: F.at(6))
         XCTAssertEqual(machine.job.state, .completed)
-        XCTAssertNil(machine.attempt)
+        XCTAssertFalse(machine.life.holdsSlot)
     }
 
     func testEventsOutsideTheirPhaseAreIgnored() {

@@ -26,7 +26,7 @@ final class JobMachineOwnerTests: XCTestCase {
             let actions = machine.handle(.pause, at: F.at(5))
             XCTAssertEqual(machine.job.state, to, "\(from)")
             XCTAssertEqual(actions.effects, effects, "\(from)")
-            XCTAssertEqual(machine.attempt?.intent, from == .running ? .pause : nil, "\(from)")
+            XCTAssertEqual(machine.life.transfer?.stop, from == .running ? .pause : nil, "\(from)")
         }
     }
 
@@ -81,7 +81,7 @@ final class JobMachineOwnerTests: XCTestCase {
         let actions = machine.handle(.attemptEnded(.stopped, partialSize: 300), at: F.at(3))
         XCTAssertEqual(actions, [.removePartial, .attemptOver, .reschedule])
         XCTAssertEqual(machine.job.state, .cancelled)
-        XCTAssertNil(machine.attempt)
+        XCTAssertFalse(machine.life.holdsSlot)
     }
 
     func testAPausedTransferKeepsWhatArrived() {
@@ -163,7 +163,7 @@ final class JobMachineOwnerTests: XCTestCase {
             XCTAssertEqual(machine.job.state, state, "\(stored)")
             XCTAssertEqual(machine.job.bytesReceived, bytes, "\(stored)")
             XCTAssertEqual(machine.job.validators, kept, "\(stored)")
-            XCTAssertNil(machine.attempt)
+            XCTAssertFalse(machine.life.holdsSlot)
         }
     }
 
