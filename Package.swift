@@ -251,7 +251,7 @@ let package = Package(
         // The resolution passes (pure) and HostMonitor on this machine's kernel (address literals: no DNS).
         .testTarget(
             name: "ReachdMonitorTests",
-            dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", "ReachdSystem", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol"]),
         .testTarget(

@@ -13,7 +13,7 @@ final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private var framer = LineFramer(maximumLineLength: maximumRequestLineLength)
+    private var lines = RequestLines()
     private let hub: VerdictHub
     private let hosts: HostMonitor?
     private let registry: SubscriberRegistry
@@ -30,14 +30,12 @@ final class ClientHandler: ChannelInboundHandler {
     /// The peer's uid (the kernel's word): whose turn its lookups take, and whose count its requests use.
     private let uid: UInt32
     private let ledger: HostRequestLedger
-    /// Host requests of this connection waiting for their answers.
-    private var hostRequestsWaiting = 0
-    /// Frames read but not handled yet, because `perConnection` host requests wait; at most what one read
+    /// Host requests of this connection waiting for their answers: with `perConnection` of them the socket is not read.
+    private var pending = PendingRequests(limit: HostRequestLimits.perConnection)
+    /// Lines read but not handled yet, because `perConnection` host requests wait; at most what one read
     /// brings (the socket is not read meanwhile).
-    private var backlog: [LineFramer.Frame] = []
+    private var backlog: [Result<[UInt8], ProtocolError>] = []
     private var backlogStart = 0
-    /// The socket is not being read because of the backlog.
-    private var readingPaused = false
     private var context: ChannelHandlerContext?
 
     init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, uid: UInt32 = 0,
@@ -57,34 +55,22 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
-        backlog += framer.append(buffer.readableBytesView)
+        backlog += lines.append(buffer.readableBytesView)
         handleBacklog(context: context)
     }
 
-    /// Handles the waiting frames in order, stopping (and not reading the socket) at a host request while
-    /// `perConnection` of them wait.
+    /// Handles the waiting lines in order, stopping at a request while `perConnection` host requests wait (the
+    /// socket is not read then).
     private func handleBacklog(context: ChannelHandlerContext) {
         while backlogStart < backlog.count {
-            let frame = backlog[backlogStart]
-            if case .line(let line) = frame {
-                if !line.contains(where: { $0 != 0x20 && $0 != 0x09 }) {
-                    backlogStart += 1
-                    continue
-                }
-                if hostRequestsWaiting >= HostRequestLimits.perConnection {
-                    if !readingPaused {
-                        readingPaused = true
-                        context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
-                    }
-                    return
-                }
-            }
+            let line = backlog[backlogStart]
+            if case .success = line, !pending.hasRoom { return }
             backlogStart += 1
             context.triggerUserOutboundEvent(ConnectionUse.requestStarted, promise: nil)
-            switch frame {
-            case .oversized:
-                send(.error(ProtocolError(.lineTooLong, "request lines are limited to \(maximumRequestLineLength) bytes")), context: context)
-            case .line(let line):
+            switch line {
+            case .failure(let error):
+                send(.error(error), context: context)
+            case .success(let line):
                 handle(RequestParser.parse(line), context: context)
             }
         }
@@ -92,14 +78,14 @@ final class ClientHandler: ChannelInboundHandler {
         backlogStart = 0
     }
 
-    /// A host request was answered: the next waiting lines are handled, and the socket read again once none wait.
+    /// A host request was answered: the next waiting lines are handled, and the socket read again once none wait
+    /// and fewer than `perConnection` host requests do.
     private func hostRequestAnswered() {
-        hostRequestsWaiting -= 1
+        pending.answered()
         ledger.release(uid: uid)
         guard isOpen, let context else { return }
         handleBacklog(context: context)
-        if readingPaused, backlog.isEmpty {
-            readingPaused = false
+        if pending.shouldResume(linesHeld: backlog.count - backlogStart) {
             context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
             context.read()
         }
@@ -152,7 +138,9 @@ final class ClientHandler: ChannelInboundHandler {
                 id: request.id
             )), context: context)
         }
-        hostRequestsWaiting += 1
+        if pending.started() {
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let channel = context.channel

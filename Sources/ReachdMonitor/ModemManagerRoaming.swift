@@ -14,7 +14,9 @@ import Glibc
 /// ModemManager is a peer like any other: at most `maximumObjects` objects, `ModemRoaming.maximumModems`
 /// modems and `ModemRoaming.maximumBearers` bearers of each are read, each call waits at most 1 s and a
 /// reading that takes over `refreshBudgetMicroseconds` is dropped (the last good one stays).
-package final class ModemManagerRoaming: @unchecked Sendable {
+package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
+    package static let serviceName = "ModemManager"
+    package static let withoutService = "no link is known to roam"
     static let service = "org.freedesktop.ModemManager1"
     static let root = "/org/freedesktop/ModemManager1"
     static let modemInterface = "org.freedesktop.ModemManager1.Modem"
@@ -59,23 +61,14 @@ package final class ModemManagerRoaming: @unchecked Sendable {
         }
     }
 
+    package static func merging(into merger: SnapshotMerger) -> @Sendable ([String: RoamingSource]) -> Void {
+        { merger.update(roaming: $0) }
+    }
+
     /// Starts the bus thread and reads ModemManager's modems once.
     package func start() throws {
         try connection.start()
         connection.perform { [self] bus in refresh(bus) }
-    }
-
-    /// Follows ModemManager on `which` bus into `merger`, or nil (with a warning) when that bus cannot be used.
-    package static func start(on which: Bus, merger: SnapshotMerger, logger: Logger) -> ModemManagerRoaming? {
-        guard which != .none else { return nil }
-        do {
-            let source = try ModemManagerRoaming(bus: which, logger: logger) { merger.update(roaming: $0) }
-            try source.start()
-            return source
-        } catch {
-            logger.warning("ModemManager: the \(which.rawValue) bus cannot be used (\(error)); no link is known to roam")
-            return nil
-        }
     }
 
     package func stop() { connection.stop() }

@@ -10,7 +10,9 @@ import Glibc
 /// read when the interfaces or NetworkManager change and followed through `PropertiesChanged`.
 /// When NetworkManager is not on the bus there are no values (and the configuration and kinds decide); nor
 /// when reachd's own NetworkManager face holds the name (docs/networkmanager-face.md).
-package final class NetworkManagerMetered: @unchecked Sendable {
+package final class NetworkManagerMetered: BusSource, @unchecked Sendable {
+    package static let serviceName = "NetworkManager"
+    package static let withoutService = "metered flags come from the configuration and interface kinds"
     static let service = "org.freedesktop.NetworkManager"
     static let deviceInterface = "org.freedesktop.NetworkManager.Device"
 
@@ -47,20 +49,11 @@ package final class NetworkManagerMetered: @unchecked Sendable {
         }
     }
 
-    package func start() throws { try connection.start() }
-
-    /// Follows NetworkManager on `which` bus into `merger`, or nil (with a warning) when that bus cannot be used.
-    package static func start(on which: Bus, merger: SnapshotMerger, logger: Logger) -> NetworkManagerMetered? {
-        guard which != .none else { return nil }
-        do {
-            let source = try NetworkManagerMetered(bus: which, logger: logger) { merger.update(manager: $0) }
-            try source.start()
-            return source
-        } catch {
-            logger.warning("NetworkManager: the \(which.rawValue) bus cannot be used (\(error)); metered flags come from the configuration and interface kinds")
-            return nil
-        }
+    package static func merging(into merger: SnapshotMerger) -> @Sendable ([String: ManagerMetered]) -> Void {
+        { merger.update(manager: $0) }
     }
+
+    package func start() throws { try connection.start() }
 
     package func stop() { connection.stop() }
 

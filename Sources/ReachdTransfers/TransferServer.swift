@@ -68,9 +68,9 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
 
     static let maximumQueuedRequests = 16
 
-    private var framer = LineFramer(maximumLineLength: maximumRequestLineLength)
+    private var lines = RequestLines()
     /// Requests handed to the session and not yet answered.
-    private var queued = 0
+    private var pending = PendingRequests(limit: TransferConnection.maximumQueuedRequests)
     private var context: ChannelHandlerContext?
     private let owner: Owner
     private let scheduler: TransferScheduler
@@ -107,14 +107,8 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        for frame in framer.append(unwrapInboundIn(data).readableBytesView) {
-            switch frame {
-            case .oversized:
-                enqueue(.failure(ProtocolError(.lineTooLong, "request lines are limited to \(maximumRequestLineLength) bytes")), context: context)
-            case .line(let line):
-                guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
-                enqueue(TransferRequestParser.parse(line), context: context)
-            }
+        for line in lines.append(unwrapInboundIn(data).readableBytesView) {
+            enqueue(line.flatMap(TransferRequestParser.parse), context: context)
         }
     }
 
@@ -123,14 +117,13 @@ final class TransferConnection: ChannelInboundHandler, @unchecked Sendable {
     private func enqueue(_ request: Result<TransferRequest, ProtocolError>, context: ChannelHandlerContext) {
         guard let requests else { return }
         context.triggerUserOutboundEvent(ConnectionUse.requestStarted, promise: nil)
-        queued += 1
         requests.yield(request)
-        if queued == Self.maximumQueuedRequests { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
+        if pending.started() { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
     }
 
     private func answered() {
-        queued -= 1
-        guard queued == Self.maximumQueuedRequests - 1, let context else { return }
+        pending.answered()
+        guard let context, pending.shouldResume(linesHeld: 0) else { return }
         context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
         context.read()
     }

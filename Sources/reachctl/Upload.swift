@@ -1,12 +1,7 @@
 import ArgumentParser
 import ReachdClient
-import ReachdModel
-import ReachdProtocol
 import ReachdTransferModel
 import ReachdTransferProtocol
-#if canImport(Glibc)
-import Glibc
-#endif
 
 extension Reachctl {
     struct Upload: ParsableCommand {
@@ -17,12 +12,15 @@ extension Reachctl {
                     "reachctl upload add report.pdf --to https://files.example/report.pdf",
                     "reachctl upload wait 3f2a9c01d4e8b7a6"
                 ),
-            subcommands: [UploadAdd.self, Download.List.self, Download.Show.self, Download.Pause.self, Download.Resume.self,
-                          Download.Cancel.self, Download.Remove.self, Download.Clean.self, Download.WaitJob.self]
+            subcommands: [Add.self, JobsVerb<JobVerbs.List>.self, JobVerb<JobVerbs.Show>.self, JobVerb<JobVerbs.Pause>.self,
+                          JobVerb<JobVerbs.Resume>.self, JobVerb<JobVerbs.Cancel>.self, JobVerb<JobVerbs.Remove>.self,
+                          JobsVerb<JobVerbs.Clean>.self, WaitJob.self]
         )
     }
+}
 
-    struct UploadAdd: ParsableCommand {
+extension Reachctl.Upload {
+    struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Queue an upload; prints the job id.",

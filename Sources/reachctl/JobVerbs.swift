@@ -1,0 +1,158 @@
+import ArgumentParser
+import ReachdClient
+import ReachdModel
+import ReachdTransferModel
+import ReachdTransferProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A verb `reachctl download` and `reachctl upload` share: the request it sends, and its help. Its command is
+/// `JobsVerb` (no id, jobs printed) or `JobVerb` (one job id, one job printed); `wait` is `WaitJob`.
+protocol SharedJobVerb {
+    static var operation: TransferRequest.Operation { get }
+    static var abstract: String { get }
+    static var discussion: String { get }
+}
+
+/// The verbs both command groups list, written once (their examples name `download`, as both groups' help always has).
+enum JobVerbs {
+    enum List: SharedJobVerb {
+        static let operation = TransferRequest.Operation.list
+        static let abstract = "List your jobs (root: everyone's)."
+        static let discussion = examples("reachctl download list", "reachctl --system --json download list")
+    }
+
+    enum Clean: SharedJobVerb {
+        static let operation = TransferRequest.Operation.clean
+        static let abstract = "Remove your finished jobs (completed, failed, cancelled; root: everyone's) from the list; prints them."
+        static let discussion = "Downloads kept fresh (--refresh-every) are not finished. The files stay where they are.\n\n"
+            + examples("reachctl download clean", "reachctl --system download clean")
+    }
+
+    enum Show: SharedJobVerb {
+        static let operation = TransferRequest.Operation.show
+        static let abstract = "Print one job."
+        static let discussion = examples("reachctl download show 3f2a9c01d4e8b7a6", "reachctl --json download show 3f2a9c01d4e8b7a6")
+    }
+
+    enum Pause: SharedJobVerb {
+        static let operation = TransferRequest.Operation.pause
+        static let abstract = "Pause a job (its partial file is kept)."
+        static let discussion = examples("reachctl download pause 3f2a9c01d4e8b7a6", "reachctl --system download pause 3f2a9c01d4e8b7a6")
+    }
+
+    enum Resume: SharedJobVerb {
+        static let operation = TransferRequest.Operation.resume
+        static let abstract = "Resume a paused job, retry a deferred or failed one now."
+        static let discussion = examples(
+            "reachctl download resume 3f2a9c01d4e8b7a6", "reachctl download resume 3f2a9c01d4e8b7a6 && reachctl download wait 3f2a9c01d4e8b7a6"
+        )
+    }
+
+    enum Cancel: SharedJobVerb {
+        static let operation = TransferRequest.Operation.cancel
+        static let abstract = "Cancel a job and remove its partial file."
+        static let discussion = examples("reachctl download cancel 3f2a9c01d4e8b7a6", "reachctl --system download cancel 3f2a9c01d4e8b7a6")
+    }
+
+    enum Remove: SharedJobVerb {
+        static let operation = TransferRequest.Operation.remove
+        static let abstract = "Remove a finished job from the list (its file stays); prints it."
+        static let discussion = examples("reachctl download remove 3f2a9c01d4e8b7a6", "reachctl --json download remove 3f2a9c01d4e8b7a6")
+    }
+
+    /// Downloads only (an upload has nothing to keep fresh).
+    enum Refresh: SharedJobVerb {
+        static let operation = TransferRequest.Operation.refresh
+        static let abstract = "Check a completed download against the server now (conditional request)."
+        static let discussion = examples("reachctl download refresh 3f2a9c01d4e8b7a6", "reachctl --json download refresh 3f2a9c01d4e8b7a6")
+    }
+}
+
+/// list, clean: an operation whose answer is jobs, printed a line each or as a JSON array.
+struct JobsVerb<Verb: SharedJobVerb>: ParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: Verb.operation.rawValue, abstract: Verb.abstract, discussion: Verb.discussion)
+    }
+
+    @OptionGroup var transfers: TransferOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(visibility: .private) var unused: ConnectionOptions
+
+    func validate() throws { try unused.refuse() }
+
+    func run() throws {
+        let client = transfers.connect()
+        let jobs = transferCall(transfers.daemon) { () throws(ClientError) in try client.jobs(TransferRequest(op: Verb.operation)) }
+        if output.json { return printLine(jobsJSON(jobs)) }
+        for job in jobs { printLine(humanLine(job)) }
+    }
+}
+
+/// What a verb on one job takes: the instance, --json, the job id.
+struct JobArguments: ParsableArguments {
+    @OptionGroup var transfers: TransferOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(visibility: .private) var unused: ConnectionOptions
+    @Argument(help: "Job id.", completion: JobIDCompletion.kind) var id: String
+
+    func validate() throws { try unused.refuse() }
+}
+
+/// show, pause, resume, cancel, refresh, remove: one job id, one job printed.
+struct JobVerb<Verb: SharedJobVerb>: ParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: Verb.operation.rawValue, abstract: Verb.abstract, discussion: Verb.discussion)
+    }
+
+    @OptionGroup var job: JobArguments
+
+    func run() throws {
+        let client = job.transfers.connect()
+        let answer = transferCall(job.transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: Verb.operation, job: job.id)) }
+        printLine(job.output.json ? answer.json : humanLine(answer))
+    }
+}
+
+/// wait: follows one job until it ends.
+struct WaitJob: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait",
+        abstract: "Follow a job until it ends: a progress bar on a terminal, lines otherwise.",
+        discussion: "Exit 0 when completed, 1 when failed, cancelled or timed out, 2 on errors.\n\n"
+            + examples("reachctl download wait 3f2a9c01d4e8b7a6", "reachctl download wait 3f2a9c01d4e8b7a6 --timeout 3600 --json")
+    )
+
+    @OptionGroup var job: JobArguments
+    @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?
+
+    func validate() throws {
+        if let timeout, !(timeout >= 0) { throw ValidationError("--timeout must be a number of seconds >= 0") }
+    }
+
+    func run() throws {
+        let json = job.output.json, id = job.id, daemon = job.transfers.daemon
+        let client = job.transfers.connect()
+        let jobs = transferCall(daemon) { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
+        guard var current = jobs.first else { fail("no job \(id)") }
+        let deadline = timeout.map { MonotonicClock.seconds() + $0 }
+        var progress = ProgressDisplay(terminal: isatty(1) == 1 && !json)
+        while true {
+            if json { printLine(current.json) } else { progress.show(current) }
+            if current.state.isTerminal { break }
+            let left = deadline.map { $0 - MonotonicClock.seconds() }
+            if let left, left <= 0 { break }
+            guard let next = transferCall(daemon, { () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
+            current = next
+        }
+        progress.finish()
+        if current.state == .completed { return }
+        if !current.state.isTerminal {
+            writeAll(2, "reachctl: timed out after \(timeout ?? 0)s; job \(current.id.terminalSafe) is \(current.state.rawValue)\n")
+        } else if let reason = current.reason {
+            writeAll(2, "reachctl: job \(current.id): \(reason)".terminalSafe + "\n")
+        }
+        throw ExitCode(1)
+    }
+}
