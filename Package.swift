@@ -211,8 +211,9 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferProtocol"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
-        // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient).
-        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdProtocol"]),
+        // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient), and the
+        // subscribe reader: its rules' table and the reader against a fake reachd.
+        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdModel", "ReachdProtocol"]),
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Why talking to reachd failed.
-public enum ClientError: Error, CustomStringConvertible, Sendable {
+public enum ClientError: Error, CustomStringConvertible, Hashable, Sendable {
     /// No daemon listens at the path (or it cannot be reached).
     case connect(path: String, errno: Int32)
     /// A read or write failed.
