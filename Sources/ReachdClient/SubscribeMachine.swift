@@ -1,5 +1,3 @@
-import ReachdProtocol
-
 /// What a subscription does when reachd goes away or refuses it.
 public enum SubscribeRetry: Sendable, Hashable {
     /// One connection: its end, or a refusal, ends the subscription (reported once).
@@ -36,8 +34,8 @@ public struct SubscribeMachine: Sendable, Hashable {
         case verdicts
         /// The connection could not be opened, or it ended, or failed.
         case lost(ClientError)
-        /// reachd refused the subscription (an `error` answer).
-        case refused(ProtocolError)
+        /// reachd refused the subscription (an `error` answer, as `ClientError.Failure.refused`).
+        case refused(ClientError)
         /// The retry timer fired.
         case timerFired
         /// The owner stops the subscription.
@@ -98,7 +96,7 @@ public struct SubscribeMachine: Sendable, Hashable {
         case (.connecting, .lost(let error)), (.subscribing, .lost(let error)), (.subscribed, .lost(let error)):
             return failed(error, wait: retryDelay, backingOff: true)
         case (.subscribing, .refused(let error)), (.subscribed, .refused(let error)):
-            return failed(.refused(error), wait: Self.refusedRetry, backingOff: false)
+            return failed(error, wait: Self.refusedRetry, backingOff: false)
         default:
             // A stale event (a timer or an answer from a connection given up): nothing to do.
             return []

@@ -25,6 +25,7 @@ public final class SubscribeReader: Sendable {
     }
 
     private let path: String
+    private let daemon: ServingDaemon
     private let request: Request
     private let handlers: Handlers
     /// The open connection's descriptor, and whether the reader was stopped.
@@ -41,23 +42,24 @@ public final class SubscribeReader: Sendable {
     /// Why verdicts stopped coming (the last report; nil once they come again), for `waitUntilStopped`.
     private let lastReport = Mutex<ClientError?>(nil)
 
-    private init(path: String, request: Request, handlers: Handlers) throws(ClientError) {
+    private init(path: String, daemon: ServingDaemon, request: Request, handlers: Handlers) throws(ClientError) {
         self.path = path
+        self.daemon = daemon
         self.request = request
         self.handlers = handlers
-        wake = try Bell()
-        finished = try Bell()
+        wake = try Bell(daemon)
+        finished = try Bell(daemon)
     }
 
-    /// Connects to the socket at `path`, subscribes to `hosts` (none: the internet) and waits up to `timeout`
+    /// Connects to the socket at `path` (where `daemon` listens, as errors name it), subscribes to `hosts` (none: the internet) and waits up to `timeout`
     /// seconds for the answer, whose verdicts go to `handlers` before this returns; then reads on a thread of its
     /// own. Throws when the first connection fails, whatever `retry` says (the caller decides whether to wait).
-    public static func open(path: String, hosts: [String] = [], retry: SubscribeRetry, timeout: Double,
+    public static func open(path: String, daemon: ServingDaemon = .reachd, hosts: [String] = [], retry: SubscribeRetry, timeout: Double,
                             handlers: Handlers) throws(ClientError) -> SubscribeReader {
-        let reader = try SubscribeReader(path: path, request: Request(op: .subscribe, hosts: hosts), handlers: handlers)
+        let reader = try SubscribeReader(path: path, daemon: daemon, request: Request(op: .subscribe, hosts: hosts), handlers: handlers)
         var machine = SubscribeMachine(retry: retry)
         _ = machine.handle(.start)
-        let connection = try ReachdConnection(path: path)
+        let connection = try ReachdConnection(path: path, daemon: daemon)
         _ = reader.socket.withLock { $0.opened(connection.fileDescriptor) }
         _ = machine.handle(.connected)
         let first: [StampedVerdict]
@@ -74,7 +76,7 @@ public final class SubscribeReader: Sendable {
             try DetachedThread.start { reader.run(handed.connection, handed.machine) }
         } catch {
             reader.socket.withLock { $0.closing() }
-            throw .io(call: error.call, errno: error.errno.rawValue)
+            throw ClientError(.io(call: error.call, errno: error.errno.rawValue), talkingTo: daemon)
         }
         return reader
     }
@@ -124,7 +126,7 @@ public final class SubscribeReader: Sendable {
                     switch try open.nextReply() {
                     case .subscribed(_, let verdicts)?: received = verdicts; take(.verdicts)
                     case .event(let verdict)?: received = [verdict]; take(.verdicts)
-                    case .error(let error)?: take(.refused(error))
+                    case .error(let error)?: take(.refused(open.failure(.refused(error))))
                     default: break  // a `pong` or `status` answer: not this stream's
                     }
                 } catch {
@@ -135,7 +137,7 @@ public final class SubscribeReader: Sendable {
             switch pending.removeFirst() {
             case .connect:
                 do throws(ClientError) {
-                    let opened = try ReachdConnection(path: path)
+                    let opened = try ReachdConnection(path: path, daemon: daemon)
                     guard socket.withLock({ $0.opened(opened.fileDescriptor) }) else { take(.stop); continue }
                     connection = opened
                     try opened.send(request)
@@ -186,9 +188,9 @@ private struct Bell: ~Copyable, Sendable {
     private let readEnd: OwnedDescriptor
     private let writeEnd: OwnedDescriptor
 
-    init() throws(ClientError) {
+    init(_ daemon: ServingDaemon) throws(ClientError) {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw .io(call: "pipe", errno: errno) }
+        guard pipe(&ends) == 0 else { throw ClientError(.io(call: "pipe", errno: errno), talkingTo: daemon) }
         readEnd = OwnedDescriptor(adopting: ends[0])
         writeEnd = OwnedDescriptor(adopting: ends[1])
         // Not inherited by a program the app starts (pipe2's O_CLOEXEC is not in Glibc's module).

@@ -37,9 +37,9 @@ struct TransferOptions: ParsableArguments {
             fail("no socket path: XDG_RUNTIME_DIR is not set (log in, or loginctl enable-linger); pass --system for the system instance, or --transfers-socket PATH")
         }
         do {
-            return try TransferClient(path: path)
+            return try TransferClient(path: path, daemon: daemon)
         } catch {
-            fail(error.explained(talkingTo: daemon))
+            fail(error.explained)
         }
     }
 }
@@ -52,12 +52,12 @@ func absolutePath(_ path: String) -> String {
     return String(cString: cwd) + "/" + path
 }
 
-/// Runs one request of `daemon`, failing with exit status 2 and the service's message when it is refused.
-func transferCall<T>(_ daemon: ServingDaemon, _ body: () throws(ClientError) -> T) -> T {
+/// Runs one request, failing with exit status 2 and the service's message when it is refused.
+func transferCall<T>(_ body: () throws(ClientError) -> T) -> T {
     do {
         return try body()
     } catch {
-        fail(error.explained(talkingTo: daemon))
+        fail(error.explained)
     }
 }
 
@@ -161,7 +161,7 @@ extension Reachctl.Download {
                                     allowInsecureAuth: allowInsecureAuth)
             spec.constraints = try constraints.constraints()
             let client = transfers.connect()
-            let job = transferCall(transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
+            let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)
         }
     }
@@ -178,7 +178,7 @@ extension Reachctl.Download {
 
         func perform(_ op: TransferRequest.Operation) {
             let client = transfers.connect()
-            let jobs = transferCall(transfers.daemon) { () throws(ClientError) in try client.jobs(TransferRequest(op: op)) }
+            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: op)) }
             if json { return printLine(jobsJSON(jobs)) }
             for job in jobs { printLine(humanLine(job)) }
         }
@@ -217,7 +217,7 @@ extension Reachctl.Download {
 
         func perform(_ op: TransferRequest.Operation) {
             let client = transfers.connect()
-            let job = transferCall(transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: op, job: id)) }
+            let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: op, job: id)) }
             printLine(json ? job.json : humanLine(job))
         }
     }
@@ -299,7 +299,7 @@ extension Reachctl.Download {
 
         func run() throws {
             let client = transfers.connect()
-            let jobs = transferCall(transfers.daemon) { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
+            let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
             guard var job = jobs.first else { fail("no job \(id)") }
             let deadline = timeout.map { MonotonicClock.seconds() + $0 }
             var progress = ProgressDisplay(terminal: isatty(1) == 1 && !json)
@@ -308,7 +308,7 @@ extension Reachctl.Download {
                 if job.state.isTerminal { break }
                 let left = deadline.map { $0 - MonotonicClock.seconds() }
                 if let left, left <= 0 { break }
-                guard let next = transferCall(transfers.daemon, { () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
+                guard let next = transferCall({ () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
                 job = next
             }
             progress.finish()

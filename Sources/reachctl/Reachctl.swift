@@ -64,7 +64,7 @@ struct ConnectionOptions: ParsableArguments {
         do {
             return try ReachdConnection(path: path())
         } catch {
-            fail(error.explained(talkingTo: .reachd))
+            fail(error.explained)
         }
     }
 }
@@ -79,9 +79,9 @@ struct OutputOptions: ParsableArguments {
     }
 }
 
-/// reachd's error for the user: the cause and the fix.
+/// A daemon's error for the user: the cause and the fix.
 func explained(_ error: any Error) -> String {
-    (error as? ClientError)?.explained(talkingTo: .reachd) ?? "\(error)"
+    (error as? ClientError)?.explained ?? "\(error)"
 }
 
 /// A help text's closing examples, one command line each.

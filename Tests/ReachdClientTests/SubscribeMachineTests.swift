@@ -17,9 +17,9 @@ final class SubscribeMachineTests: XCTestCase {
         let line: UInt
     }
 
-    private static let gone = ClientError.closed
-    private static let absent = ClientError.connect(path: "/run/reachd/reachd.sock", errno: ENOENT)
-    private static let refusal = ProtocolError(.tooManyConnections, "too many connections")
+    private static let gone = ClientError(.closed, talkingTo: .reachd)
+    private static let absent = ClientError(.connect(path: "/run/reachd/reachd.sock", errno: ENOENT), talkingTo: .reachd)
+    private static let refusal = ClientError(.refused(ProtocolError(.tooManyConnections, "too many connections")), talkingTo: .reachd)
 
     private func row(_ state: Machine, _ event: Machine.Event, _ next: Machine, _ actions: [Machine.Action], line: UInt = #line) -> Row {
         Row(state: state, event: event, next: next, actions: actions, line: line)
@@ -66,13 +66,13 @@ final class SubscribeMachineTests: XCTestCase {
     func testRefusedSubscriptionIsAskedForAgainAfterFiveSeconds() {
         check([
             row(backoff(.subscribing), .refused(Self.refusal), backoff(.waiting, reported: true),
-                [.reportUnreachable(.refused(Self.refusal)), .wait(milliseconds: 5000)]),
+                [.reportUnreachable(Self.refusal), .wait(milliseconds: 5000)]),
             // The refusal does not lengthen the backoff of drops, nor is it reported again while it lasts.
             row(backoff(.subscribing, delay: 800, reported: true), .refused(Self.refusal), backoff(.waiting, delay: 800, reported: true),
                 [.wait(milliseconds: 5000)]),
             row(backoff(.waiting, reported: true), .timerFired, backoff(.connecting, reported: true), [.connect]),
             row(backoff(.subscribed), .refused(Self.refusal), backoff(.waiting, reported: true),
-                [.reportUnreachable(.refused(Self.refusal)), .wait(milliseconds: 5000)]),
+                [.reportUnreachable(Self.refusal), .wait(milliseconds: 5000)]),
         ])
     }
 
@@ -82,7 +82,7 @@ final class SubscribeMachineTests: XCTestCase {
             row(once(.connecting), .connected, once(.subscribing), []),
             row(once(.subscribing), .verdicts, once(.subscribed), [.deliver]),
             row(once(.subscribed), .lost(Self.gone), once(.stopped, reported: true), [.reportUnreachable(Self.gone), .stop]),
-            row(once(.subscribing), .refused(Self.refusal), once(.stopped, reported: true), [.reportUnreachable(.refused(Self.refusal)), .stop]),
+            row(once(.subscribing), .refused(Self.refusal), once(.stopped, reported: true), [.reportUnreachable(Self.refusal), .stop]),
             row(once(.connecting), .lost(Self.absent), once(.stopped, reported: true), [.reportUnreachable(Self.absent), .stop]),
         ])
     }

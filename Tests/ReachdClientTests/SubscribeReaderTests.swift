@@ -110,7 +110,7 @@ final class SubscribeReaderTests: XCTestCase {
         let reachd = try FakeReachd(path: try temporarySocket()) { _ in false }
         let handed = Handed()
         let reader = try SubscribeReader.open(path: reachd.path, retry: .never, timeout: 30, handlers: handed.handlers)
-        XCTAssertEqual(reader.waitUntilStopped(), .closed)
+        XCTAssertEqual(reader.waitUntilStopped(), ClientError(.closed, talkingTo: .reachd))
         XCTAssertEqual(handed.all, [1, -1])
         XCTAssertNil(reader.openDescriptor)
     }
@@ -119,7 +119,7 @@ final class SubscribeReaderTests: XCTestCase {
     func testOpenThrowsWithoutReachd() throws {
         let path = try temporarySocket()
         XCTAssertThrowsError(try SubscribeReader.open(path: path, retry: .backoff, timeout: 30, handlers: Handed().handlers)) { error in
-            XCTAssertEqual(error as? ClientError, .connect(path: path, errno: ENOENT))
+            XCTAssertEqual(error as? ClientError, ClientError(.connect(path: path, errno: ENOENT), talkingTo: .reachd))
         }
     }
 
