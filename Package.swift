@@ -137,7 +137,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Blocking Unix-socket client used by reachctl and the library.
+        // Blocking Unix-socket client used by reachctl and the library, and the one reader of reachd's subscribe
+        // stream (SubscribeReader, its reconnect rules the pure SubscribeMachine).
         .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol", "ReachdSystem"]),
         // Blocking Unix-socket client of reachd-transfers, on ReachdClient's connection.
         .target(name: "ReachdTransferClient", dependencies: ["ReachdClient", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferProtocol"]),

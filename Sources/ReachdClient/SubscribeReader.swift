@@ -71,9 +71,9 @@ public final class SubscribeReader: Sendable {
         }
         _ = machine.handle(.verdicts)
         reader.hand { handlers.verdicts(first) }
-        let handed = Handed(connection: connection, machine: machine)
+        let handed = Handover(connection: connection, machine: machine)
         do {
-            try DetachedThread.start { reader.run(handed.connection, handed.machine) }
+            try DetachedThread.start { reader.run(handed.take(), handed.machine) }
         } catch {
             reader.socket.withLock { $0.closing() }
             throw ClientError(.io(call: error.call, errno: error.errno.rawValue), talkingTo: daemon)
@@ -106,7 +106,7 @@ public final class SubscribeReader: Sendable {
     // MARK: The thread
 
     /// Carries out the machine's actions; reads the connection while there are none.
-    private func run(_ first: ReachdConnection, _ start: SubscribeMachine) {
+    private func run(_ first: ReachdConnection?, _ start: SubscribeMachine) {
         var machine = start
         var connection: ReachdConnection? = first
         var pending: [SubscribeMachine.Action] = []
@@ -176,10 +176,22 @@ public final class SubscribeReader: Sendable {
         }
     }
 
-    /// The first connection and the machine, handed to the thread that takes them over.
-    private struct Handed: @unchecked Sendable {
-        let connection: ReachdConnection
+    /// The first connection and the machine, handed to the thread that takes them over: the connection is
+    /// taken out, so that it closes when the thread lets it go, not when the thread ends.
+    private final class Handover: @unchecked Sendable {
+        private var connection: ReachdConnection?
         let machine: SubscribeMachine
+
+        init(connection: ReachdConnection, machine: SubscribeMachine) {
+            self.connection = connection
+            self.machine = machine
+        }
+
+        /// The connection, once (only the thread calls this).
+        func take() -> ReachdConnection? {
+            defer { connection = nil }
+            return connection
+        }
     }
 }
 
