@@ -137,7 +137,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Blocking Unix-socket client used by reachctl and the library.
+        // Blocking Unix-socket client used by reachctl and the library, and the one reader of reachd's subscribe
+        // stream (SubscribeReader, its reconnect rules the pure SubscribeMachine).
         .target(name: "ReachdClient", dependencies: ["ReachdModel", "ReachdProtocol", "ReachdSystem"]),
         // Blocking Unix-socket client of reachd-transfers, on ReachdClient's connection.
         .target(name: "ReachdTransferClient", dependencies: ["ReachdClient", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferProtocol"]),
@@ -211,8 +212,9 @@ let package = Package(
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferProtocol"]),
         .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
-        // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient).
-        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdProtocol"]),
+        // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient), and the
+        // subscribe reader: its rules' table and the reader against a fake reachd.
+        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdModel", "ReachdProtocol"]),
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [

@@ -72,7 +72,7 @@ public final class ReachabilityMonitor: Sendable {
         var whenUnreachable: Handler?
         var streams: [UUID: AsyncStream<StampedVerdict>.Continuation] = [:]
         var inProcess: InProcessSource?
-        var connection: DaemonSubscription?
+        var connection: SubscribeReader?
         var running = false
     }
 
@@ -158,7 +158,7 @@ public final class ReachabilityMonitor: Sendable {
             return (state.inProcess, state.connection, Array(state.streams.values))
         }
         inProcess?.stop()
-        connection?.cancel()
+        connection?.stop()
         for stream in streams { stream.finish() }
     }
 
@@ -180,16 +180,29 @@ public final class ReachabilityMonitor: Sendable {
             explicit: explicit, uid: getuid(), environment: environment,
             exists: { FileManager.default.fileExists(atPath: $0) }
         ) else { throw MonitorError.noSocketPath }
-        let subscription: DaemonSubscription
-        let first: StampedVerdict
+        let hosts: [String] = switch target {
+        case .internet: []
+        case .host(let host): [host]
+        }
+        // reachd's end ends the events (the last verdict stands), as a refusal does.
+        let handlers = SubscribeReader.Handlers(
+            verdicts: { [weak self] verdicts in
+                for stamped in verdicts { self?.deliver(stamped.verdict, stamped: stamped) }
+            },
+            unreachable: { _ in }
+        )
+        let subscription: SubscribeReader
         do {
-            (subscription, first) = try DaemonSubscription.open(path: path, target: target)
+            subscription = try SubscribeReader.open(path: path, hosts: hosts, retry: .never, timeout: 30, handlers: handlers)
         } catch {
             throw MonitorError.daemon("\(error)")
         }
-        state.withLock { $0.connection = subscription }
-        deliver(first.verdict, stamped: first)
-        subscription.run { [weak self] verdict in self?.deliver(verdict.verdict, stamped: verdict) }
+        // A handler of the first verdict may have stopped the monitor already.
+        let running = state.withLock { state in
+            if state.running { state.connection = subscription }
+            return state.running
+        }
+        if !running { subscription.stop() }
     }
 
     /// Records a verdict and, on change, tells every listener. `stamped` keeps the daemon's numbering.

@@ -14,11 +14,14 @@ import ReachdTransferProtocol
 public final class TransferQueue: Sendable {
     /// The service's socket.
     public let socketPath: String
+    /// The instance asked, as errors name it.
+    private let daemon: ServingDaemon
 
     /// `socketPath` nil: `$REACHD_TRANSFERS_SOCKET`, else the system instance's socket for `system` (default: when
     /// running as root), else this user's own instance (`$XDG_RUNTIME_DIR/reachd-transfers.sock`).
     public init(socketPath: String? = nil, system: Bool = getuid() == 0) {
         let environment = ProcessInfo.processInfo.environment
+        daemon = .transfers(system: system)
         self.socketPath = TransferSocketPath.clientPath(explicit: socketPath, system: system, environment: environment)
             ?? "/run/user/\(getuid())/reachd-transfers.sock"
     }
@@ -28,8 +31,8 @@ public final class TransferQueue: Sendable {
 
     /// This user's jobs (root, on the system instance: everyone's), oldest first.
     public func jobs() async throws -> [Job] {
-        let path = socketPath
-        return try await Self.blocking { try TransferClient(path: path).jobs(TransferRequest(op: .list)) }
+        let (path, daemon) = (socketPath, daemon)
+        return try await Self.blocking { try TransferClient(path: path, daemon: daemon).jobs(TransferRequest(op: .list)) }
     }
 
     public func job(_ id: String) async throws -> Job { try await job(TransferRequest(op: .show, job: id)) }
@@ -39,11 +42,11 @@ public final class TransferQueue: Sendable {
 
     /// The job now, then every change (state, and progress a few times a second) until it ends.
     public func updates(of id: String) -> AsyncThrowingStream<Job, any Error> {
-        let path = socketPath
+        let (path, daemon) = (socketPath, daemon)
         return AsyncThrowingStream { continuation in
             let client: TransferClient
             do {
-                client = try TransferClient(path: path)
+                client = try TransferClient(path: path, daemon: daemon)
             } catch {
                 return continuation.finish(throwing: error)
             }
@@ -55,7 +58,7 @@ public final class TransferQueue: Sendable {
             let thread = Thread {
                 do {
                     guard var job = try reader.jobs(TransferRequest(op: .watch, job: id)).first else {
-                        throw ClientError.refused(ProtocolError(.notFound, "no job \(id)"))
+                        throw ClientError(.refused(ProtocolError(.notFound, "no job \(id)")), talkingTo: daemon)
                     }
                     while true {
                         continuation.yield(job)
@@ -74,8 +77,8 @@ public final class TransferQueue: Sendable {
     }
 
     private func job(_ request: TransferRequest) async throws -> Job {
-        let path = socketPath
-        return try await Self.blocking { try TransferClient(path: path).job(request) }
+        let (path, daemon) = (socketPath, daemon)
+        return try await Self.blocking { try TransferClient(path: path, daemon: daemon).job(request) }
     }
 
     /// Runs a blocking socket exchange on a thread of its own, off the concurrency pool.

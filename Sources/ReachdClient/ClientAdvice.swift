@@ -42,9 +42,10 @@ public enum ServingDaemon: Sendable, Hashable {
 }
 
 extension ClientError {
-    /// One line for the user: what went wrong talking to `peer`, and what to do about it.
-    public func explained(talkingTo peer: ServingDaemon) -> String {
-        switch self {
+    /// One line for the user: what went wrong talking to the daemon, and what to do about it.
+    public var explained: String {
+        let peer = daemon
+        return switch failure {
         case .connect(let path, let code) where code == ENOENT:
             "\(peer.name) is not running (no socket at \(path)): \(peer.startAdvice)"
         case .connect(let path, let code) where code == ECONNREFUSED:

@@ -5,33 +5,49 @@ import ReachdSystem
 import Glibc
 #endif
 
-/// Why talking to reachd failed.
-public enum ClientError: Error, CustomStringConvertible, Sendable {
-    /// No daemon listens at the path (or it cannot be reached).
-    case connect(path: String, errno: Int32)
-    /// A read or write failed.
-    case io(call: String, errno: Int32)
-    /// The daemon closed the connection.
-    case closed
-    /// The daemon sent something this client does not understand.
-    case malformedReply(String)
-    /// The daemon refused the request.
-    case refused(ProtocolError)
+/// Why talking to a daemon failed, and which daemon (given when the connection was made), so that the message
+/// names it: `description` in short, `explained` with what to do about it.
+public struct ClientError: Error, CustomStringConvertible, Hashable, Sendable {
+    /// What went wrong.
+    public enum Failure: Hashable, Sendable {
+        /// No daemon listens at the path (or it cannot be reached).
+        case connect(path: String, errno: Int32)
+        /// A read or write failed.
+        case io(call: String, errno: Int32)
+        /// The daemon closed the connection.
+        case closed
+        /// The daemon sent something this client does not understand.
+        case malformedReply(String)
+        /// The daemon refused the request.
+        case refused(ProtocolError)
+    }
+
+    public let failure: Failure
+    /// The daemon the connection talks to.
+    public let daemon: ServingDaemon
+
+    public init(_ failure: Failure, talkingTo daemon: ServingDaemon) {
+        self.failure = failure
+        self.daemon = daemon
+    }
 
     public var description: String {
-        switch self {
+        let name = daemon.name
+        return switch failure {
         case .connect(let path, let code):
-            "cannot connect to reachd at \(path): \(String(cString: strerror(code)))" + (code == ENOENT || code == ECONNREFUSED ? " (is reachd running?)" : "")
+            "cannot connect to \(name) at \(path): \(String(cString: strerror(code)))" + (code == ENOENT || code == ECONNREFUSED ? " (is \(name) running?)" : "")
         case .io(let call, let code): "\(call): \(String(cString: strerror(code)))"
-        case .closed: "reachd closed the connection"
-        case .malformedReply(let detail): "unexpected reply from reachd: \(detail)"
-        case .refused(let error): "reachd refused the request (\(error.code.rawValue)): \(error.message)"
+        case .closed: "\(name) closed the connection"
+        case .malformedReply(let detail): "unexpected reply from \(name): \(detail)"
+        case .refused(let error): "\(name) refused the request (\(error.code.rawValue)): \(error.message)"
         }
     }
 }
 
 /// A blocking connection to reachd's Unix socket: send requests, read reply lines with a timeout.
 public final class ReachdConnection {
+    /// The daemon at the other end, as errors name it.
+    public let daemon: ServingDaemon
     private let fd: Int32
     private var framer = LineFramer(maximumLineLength: 1 << 20)
     /// Lines read and not yet returned: `lines[linesReturned...]` (a batch of a thousand events is not
@@ -41,15 +57,16 @@ public final class ReachdConnection {
     /// Event lines read while waiting for a reply, delivered before anything else.
     private var heldEvents: [[UInt8]] = []
 
-    /// Connects to the socket at `path`.
-    public init(path: String) throws(ClientError) {
+    /// Connects to the socket at `path`, where `daemon` listens.
+    public init(path: String, daemon: ServingDaemon = .reachd) throws(ClientError) {
+        self.daemon = daemon
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .io(call: "socket", errno: errno) }
+        guard fd >= 0 else { throw ClientError(.io(call: "socket", errno: errno), talkingTo: daemon) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw .connect(path: path, errno: ENAMETOOLONG)
+            throw ClientError(.connect(path: path, errno: ENAMETOOLONG), talkingTo: daemon)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: path.utf8) }
         let rc = withUnsafePointer(to: &address) {
@@ -58,7 +75,7 @@ public final class ReachdConnection {
         guard rc == 0 else {
             let code = errno
             close(fd)
-            throw .connect(path: path, errno: code)
+            throw ClientError(.connect(path: path, errno: code), talkingTo: daemon)
         }
         self.fd = fd
     }
@@ -85,7 +102,7 @@ public final class ReachdConnection {
             } catch {
                 // The daemon closed first (a refused connection): what it said before closing is read next.
                 if error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET) { return }
-                throw .io(call: error.call, errno: error.errno.rawValue)
+                throw failure(.io(call: error.call, errno: error.errno.rawValue))
             }
         }
     }
@@ -96,7 +113,7 @@ public final class ReachdConnection {
         do {
             return try Reply.decode(line: line)
         } catch {
-            throw .malformedReply(String(decoding: line.prefix(200), as: UTF8.self))
+            throw failure(.malformedReply(String(decoding: line.prefix(200), as: UTF8.self)))
         }
     }
 
@@ -117,7 +134,7 @@ public final class ReachdConnection {
             let ready = poll(&entry, 1, wait)
             if ready < 0 {
                 if errno == EINTR { continue }
-                throw .io(call: "poll", errno: errno)
+                throw failure(.io(call: "poll", errno: errno))
             }
             if ready == 0 { continue }
             var buffer = [UInt8](repeating: 0, count: 65536)
@@ -127,13 +144,13 @@ public final class ReachdConnection {
             } catch where error.errno == .wouldBlock {
                 continue
             } catch {
-                throw .io(call: error.call, errno: error.errno.rawValue)
+                throw failure(.io(call: error.call, errno: error.errno.rawValue))
             }
-            if n == 0 { throw .closed }
+            if n == 0 { throw failure(.closed) }
             for frame in framer.append(buffer.prefix(n)) {
                 switch frame {
                 case .line(let line): lines.append(line)
-                case .oversized: throw .malformedReply("a reply line over 1 MiB")
+                case .oversized: throw failure(.malformedReply("a reply line over 1 MiB"))
                 }
             }
         }
@@ -146,26 +163,31 @@ public final class ReachdConnection {
     public func verdicts(for request: Request, timeout: Double? = nil) throws(ClientError) -> [StampedVerdict] {
         try send(request)
         while true {
-            guard let line = try nextLine(timeout: timeout) else { throw .io(call: "read", errno: ETIMEDOUT) }
+            guard let line = try nextLine(timeout: timeout) else { throw failure(.io(call: "read", errno: ETIMEDOUT)) }
             let reply: Reply
             do {
                 reply = try Reply.decode(line: line)
             } catch {
-                throw .malformedReply(String(decoding: line.prefix(200), as: UTF8.self))
+                throw failure(.malformedReply(String(decoding: line.prefix(200), as: UTF8.self)))
             }
             switch reply {
             case .event: heldEvents.append(line)
             case .status(_, let verdict): return [verdict]
             case .subscribed(_, let verdicts): return verdicts
-            case .error(let error): throw .refused(error)
-            case .pong: throw .malformedReply("pong to \(request.op.rawValue)")
+            case .error(let error): throw failure(.refused(error))
+            case .pong: throw failure(.malformedReply("pong to \(request.op.rawValue)"))
             }
         }
     }
 
     /// Sends `request` and returns the verdict of its (first) target.
     public func verdict(for request: Request, timeout: Double? = nil) throws(ClientError) -> StampedVerdict {
-        guard let first = try verdicts(for: request, timeout: timeout).first else { throw .malformedReply("a reply without a verdict") }
+        guard let first = try verdicts(for: request, timeout: timeout).first else { throw failure(.malformedReply("a reply without a verdict")) }
         return first
+    }
+
+    /// `failure`, as an error that names this connection's daemon.
+    public func failure(_ failure: ClientError.Failure) -> ClientError {
+        ClientError(failure, talkingTo: daemon)
     }
 }

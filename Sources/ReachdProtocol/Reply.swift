@@ -1,8 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import ReachdModel
 
 /// A message from the daemon: one JSON object per line, always with `version` and `type`.
@@ -27,32 +22,5 @@ public enum Reply: Sendable, Hashable {
         case .pong: "pong"
         case .error: "error"
         }
-    }
-}
-
-extension Reply: Decodable {
-    private enum CodingKeys: String, ReplyEnvelopeKey {
-        case version, type, id, verdict, verdicts, error
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let envelope = try ReplyEnvelope<CodingKeys>(decoder)
-        let c = envelope.container, id = envelope.id
-        switch envelope.type {
-        case "status": self = .status(id: id, verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
-        case "subscribed": self = .subscribed(id: id, verdicts: try c.decode([StampedVerdict].self, forKey: .verdicts))
-        case "event": self = .event(verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
-        case "pong": self = .pong(id: id)
-        case "error": self = .error(try envelope.error())
-        default: throw envelope.unknownType
-        }
-    }
-
-    /// The reply as one line: compact JSON (keys sorted) and `\n`.
-    public func encodedLine() -> [UInt8] { ReplyWriter.line(self) }
-
-    /// Decodes one line from the daemon.
-    public static func decode(line: [UInt8]) throws -> Reply {
-        try JSONDecoder().decode(Reply.self, from: Data(line))
     }
 }

@@ -2,7 +2,8 @@ import ReachdModel
 
 /// Writes replies as JSON by hand: events are the daemon's hot path (a route change can publish a thousand
 /// host verdicts), and this is about ten times faster than `JSONEncoder`. Keys are in sorted order; the
-/// Decodable side in `Reply` and `Verdict+Codable` reads the same shape, and tests hold the two together.
+/// other half of reachd's wire format, `ReplyReader.swift`, reads the same shape, and tests hold the two
+/// together (`ReplyRoundTripTests`, `ReplyWriterTests`).
 enum ReplyWriter {
     static func line(_ reply: Reply) -> [UInt8] {
         var out: [UInt8] = []
@@ -223,6 +224,11 @@ enum ReplyWriter {
             }
         }
     }
+}
+
+extension Reply {
+    /// The reply as one line: compact JSON (keys sorted) and `\n`.
+    public func encodedLine() -> [UInt8] { ReplyWriter.line(self) }
 }
 
 extension StampedVerdict {

@@ -12,9 +12,13 @@ public final class TransferClient {
     private var heldEvents: [Job] = []
     private var nextID: Int64 = 0
 
-    public init(path: String) throws(ClientError) {
-        connection = try ReachdConnection(path: path)
+    /// Connects to the socket at `path`, where `daemon` (an instance of reachd-transfers) listens.
+    public init(path: String, daemon: ServingDaemon = .transfers(system: false)) throws(ClientError) {
+        connection = try ReachdConnection(path: path, daemon: daemon)
     }
+
+    /// The instance at the other end, as errors name it.
+    public var daemon: ServingDaemon { connection.daemon }
 
     /// The socket, e.g. to `shutdown(2)` it from another thread and end a blocking read.
     public var fileDescriptor: Int32 { connection.fileDescriptor }
@@ -27,16 +31,16 @@ public final class TransferClient {
         request.id = .number(nextID)
         try connection.send(raw: request.encodedLine())
         while true {
-            guard let line = try connection.nextLine(timeout: timeout) else { throw .io(call: "read", errno: ETIMEDOUT) }
+            guard let line = try connection.nextLine(timeout: timeout) else { throw connection.failure(.io(call: "read", errno: ETIMEDOUT)) }
             let reply: TransferReply
             do {
                 reply = try TransferReply.decode(line: line)
             } catch {
-                throw .malformedReply(String(decoding: line.prefix(200), as: UTF8.self))
+                throw connection.failure(.malformedReply(String(decoding: line.prefix(200), as: UTF8.self)))
             }
             switch reply {
             case .event(let job): heldEvents.append(job)
-            case .error(let error) where error.id == request.id || error.id == nil: throw .refused(error)
+            case .error(let error) where error.id == request.id || error.id == nil: throw connection.failure(.refused(error))
             case .job(let id, _) where id == request.id, .jobs(let id, _) where id == request.id, .pong(let id) where id == request.id,
                  .fetched(let id, _) where id == request.id:
                 return reply
@@ -47,13 +51,13 @@ public final class TransferClient {
 
     /// The job in a `job` answer.
     public func job(_ request: TransferRequest, timeout: Double? = 30) throws(ClientError) -> Job {
-        guard case .job(_, let job) = try call(request, timeout: timeout) else { throw .malformedReply("expected a job") }
+        guard case .job(_, let job) = try call(request, timeout: timeout) else { throw connection.failure(.malformedReply("expected a job")) }
         return job
     }
 
     /// The jobs in a `jobs` answer (`list`, `watch`).
     public func jobs(_ request: TransferRequest, timeout: Double? = 30) throws(ClientError) -> [Job] {
-        guard case .jobs(_, let jobs) = try call(request, timeout: timeout) else { throw .malformedReply("expected jobs") }
+        guard case .jobs(_, let jobs) = try call(request, timeout: timeout) else { throw connection.failure(.malformedReply("expected jobs")) }
         return jobs
     }
 

@@ -38,11 +38,11 @@ extension Reachctl {
             do {
                 reply = try client.call(TransferRequest(op: .fetch, fetch: url), timeout: 300)
             } catch {
-                if case .refused(let refusal) = error, refusal.code == .unavailable {
+                if case .refused(let refusal) = error.failure, refusal.code == .unavailable {
                     writeAll(2, "reachctl: \(refusal.message.terminalSafe)\n")
                     throw ExitCode(1)
                 }
-                fail(error.explained(talkingTo: transfers.daemon))
+                fail(error.explained)
             }
             guard case .fetched(_, let result) = reply else { fail("unexpected reply") }
             copy(result.body, size: result.size)

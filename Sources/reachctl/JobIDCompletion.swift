@@ -29,7 +29,7 @@ enum JobIDCompletion {
         }
         let system = arguments.contains("--system") || getuid() == 0
         guard let path = TransferSocketPath.clientPath(explicit: explicit, system: system, environment: environment),
-              let client = try? TransferClient(path: path),
+              let client = try? TransferClient(path: path, daemon: .transfers(system: system)),
               let jobs = try? client.jobs(TransferRequest(op: .list), timeout: 2)
         else { return [] }
         // Only words a shell takes as they are: ids are hex, whatever a daemon sends.

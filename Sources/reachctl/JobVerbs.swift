@@ -84,7 +84,7 @@ struct JobsVerb<Verb: SharedJobVerb>: ParsableCommand {
 
     func run() throws {
         let client = transfers.connect()
-        let jobs = transferCall(transfers.daemon) { () throws(ClientError) in try client.jobs(TransferRequest(op: Verb.operation)) }
+        let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: Verb.operation)) }
         if output.json { return printLine(jobsJSON(jobs)) }
         for job in jobs { printLine(humanLine(job)) }
     }
@@ -110,7 +110,7 @@ struct JobVerb<Verb: SharedJobVerb>: ParsableCommand {
 
     func run() throws {
         let client = job.transfers.connect()
-        let answer = transferCall(job.transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: Verb.operation, job: job.id)) }
+        let answer = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: Verb.operation, job: job.id)) }
         printLine(job.output.json ? answer.json : humanLine(answer))
     }
 }
@@ -132,9 +132,9 @@ struct WaitJob: ParsableCommand {
     }
 
     func run() throws {
-        let json = job.output.json, id = job.id, daemon = job.transfers.daemon
+        let json = job.output.json, id = job.id
         let client = job.transfers.connect()
-        let jobs = transferCall(daemon) { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
+        let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: .watch, job: id)) }
         guard var current = jobs.first else { fail("no job \(id)") }
         let deadline = timeout.map { MonotonicClock.seconds() + $0 }
         var progress = ProgressDisplay(terminal: isatty(1) == 1 && !json)
@@ -143,7 +143,7 @@ struct WaitJob: ParsableCommand {
             if current.state.isTerminal { break }
             let left = deadline.map { $0 - MonotonicClock.seconds() }
             if let left, left <= 0 { break }
-            guard let next = transferCall(daemon, { () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
+            guard let next = transferCall({ () throws(ClientError) in try client.nextEvent(timeout: left) }) else { break }
             current = next
         }
         progress.finish()

@@ -46,7 +46,8 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    func connect() throws -> ReachdConnection {
+    /// reachd's socket: the option, else the environment's or the system's; fails when there is none.
+    func path() -> String {
         let keys: [String] = ["REACHD_SOCKET", "XDG_RUNTIME_DIR"]
         var environment: [String: String] = [:]
         for key in keys {
@@ -56,10 +57,14 @@ struct ConnectionOptions: ParsableArguments {
             fail("reachd is not running (no /run/reachd/reachd.sock, and no XDG_RUNTIME_DIR for your own): "
                 + "start it with \"systemctl start reachd.socket\", or pass --socket PATH")
         }
+        return path
+    }
+
+    func connect() throws -> ReachdConnection {
         do {
-            return try ReachdConnection(path: path)
+            return try ReachdConnection(path: path())
         } catch {
-            fail(error.explained(talkingTo: .reachd))
+            fail(error.explained)
         }
     }
 }
@@ -74,9 +79,9 @@ struct OutputOptions: ParsableArguments {
     }
 }
 
-/// reachd's error for the user: the cause and the fix.
+/// A daemon's error for the user: the cause and the fix.
 func explained(_ error: any Error) -> String {
-    (error as? ClientError)?.explained(talkingTo: .reachd) ?? "\(error)"
+    (error as? ClientError)?.explained ?? "\(error)"
 }
 
 /// A help text's closing examples, one command line each.
@@ -165,15 +170,17 @@ extension Reachctl {
         func validate() throws { try unused.refuse() }
 
         func run() throws {
-            let client = try connection.connect()
+            let json = json
+            let handlers = SubscribeReader.Handlers(
+                verdicts: { verdicts in
+                    for verdict in verdicts { printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true)) }
+                },
+                unreachable: { _ in }
+            )
             do {
-                for verdict in try client.verdicts(for: Request(op: .subscribe, hosts: host), timeout: 30) {
-                    printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true))
-                }
-                while true {
-                    let verdict = try client.verdict(forNextEvent: ())
-                    printLine(json ? jsonLine(verdict) : humanLine(verdict, withTime: true))
-                }
+                let reader = try SubscribeReader.open(path: connection.path(), hosts: host, retry: .never, timeout: 30, handlers: handlers)
+                // Until reachd closes the connection, refuses, or fails: then its word.
+                if let error = reader.waitUntilStopped() { fail(explained(error)) }
             } catch {
                 fail(explained(error))
             }
@@ -271,19 +278,5 @@ func writeAll(_ fd: Int32, _ text: String) {
         let n = bytes.withUnsafeBytes { pending in try? SystemCall.retrying("write") { write(fd, pending.baseAddress, pending.count) } }
         guard let n, n > 0 else { return }
         bytes = bytes.dropFirst(n)
-    }
-}
-
-extension ReachdConnection {
-    /// Blocks until the next `event` and returns its verdict.
-    func verdict(forNextEvent _: Void) throws(ClientError) -> StampedVerdict {
-        while true {
-            guard let reply = try nextReply() else { continue }
-            switch reply {
-            case .event(let verdict): return verdict
-            case .error(let error): throw .refused(error)
-            default: continue
-            }
-        }
     }
 }

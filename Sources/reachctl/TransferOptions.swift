@@ -35,9 +35,9 @@ struct TransferOptions: ParsableArguments {
             fail("no socket path: XDG_RUNTIME_DIR is not set (log in, or loginctl enable-linger); pass --system for the system instance, or --transfers-socket PATH")
         }
         do {
-            return try TransferClient(path: path)
+            return try TransferClient(path: path, daemon: daemon)
         } catch {
-            fail(error.explained(talkingTo: daemon))
+            fail(error.explained)
         }
     }
 }
@@ -50,11 +50,11 @@ func absolutePath(_ path: String) -> String {
     return String(cString: cwd) + "/" + path
 }
 
-/// Runs one request of `daemon`, failing with exit status 2 and the service's message when it is refused.
-func transferCall<T>(_ daemon: ServingDaemon, _ body: () throws(ClientError) -> T) -> T {
+/// Runs one request, failing with exit status 2 and the service's message when it is refused.
+func transferCall<T>(_ body: () throws(ClientError) -> T) -> T {
     do {
         return try body()
     } catch {
-        fail(error.explained(talkingTo: daemon))
+        fail(error.explained)
     }
 }

@@ -64,7 +64,7 @@ extension Reachctl.Upload {
                                   allowInsecureAuth: allowInsecureAuth)
             spec.constraints = try constraints.constraints()
             let client = transfers.connect()
-            let job = transferCall(transfers.daemon) { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
+            let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)
         }
     }

@@ -74,7 +74,7 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         try idle.send(raw: Array("{\"op\":\"sta".utf8))
         let started = Date()
         XCTAssertThrowsError(try idle.nextLine(timeout: 60), "half a line held the connection for a minute") { error in
-            guard case ClientError.closed = error else { return XCTFail("\(error)") }
+            guard (error as? ClientError)?.failure == .closed else { return XCTFail("\(error)") }
         }
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 14, "closed before the idle timeout")
         try subscriber.connection.send(Request(op: .ping, id: .number(7)))

@@ -417,7 +417,7 @@ final class TransferIntegrationTests: XCTestCase {
             _ = try await queue.resume(added.id)
             XCTFail("a completed job cannot be resumed")
         } catch let error as ClientError {
-            guard case .refused(let refusal) = error else { return XCTFail("\(error)") }
+            guard case .refused(let refusal) = error.failure else { return XCTFail("\(error)") }
             XCTAssertEqual(refusal.code, .conflict)
         }
     }

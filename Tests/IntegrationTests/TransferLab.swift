@@ -279,7 +279,7 @@ final class TransferLab {
             guard case .pong = try client.call(TransferRequest(op: .ping), timeout: 5) else { return false }
             return true
         } catch {
-            guard case .refused(let refusal) = error else { return false }
+            guard case .refused(let refusal) = error.failure else { return false }
             return refusal.code == .permissionDenied
         }
     }

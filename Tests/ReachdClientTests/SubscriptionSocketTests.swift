@@ -1,12 +1,12 @@
-@testable import ReachdNetwork
+import ReachdClient
 import XCTest
 
-/// The descriptor `DaemonFeed.cancel` shuts down: only that of the connection the feed has open.
-final class FeedSocketTests: XCTestCase {
-    /// reachd went away and the feed's connection closed: its number may now be another connection of the
-    /// app, which cancelling the feed must leave alone (the feed kept the number and shut it down).
+/// The descriptor `SubscribeReader.stop` shuts down: only that of the connection the reader has open.
+final class SubscriptionSocketTests: XCTestCase {
+    /// reachd went away and the reader's connection closed: its number may now be another connection of the
+    /// app, which stopping the reader must leave alone (the reader kept the number and shut it down).
     func testAfterTheConnectionClosedCancelShutsNothingDown() {
-        var socket = FeedSocket()
+        var socket = SubscriptionSocket()
         XCTAssertTrue(socket.opened(7))
         socket.closing()
         XCTAssertNil(socket.cancel())
@@ -14,7 +14,7 @@ final class FeedSocketTests: XCTestCase {
     }
 
     func testCancelShutsDownTheOpenConnection() {
-        var socket = FeedSocket()
+        var socket = SubscriptionSocket()
         XCTAssertNil(socket.descriptor)
         XCTAssertTrue(socket.opened(7))
         XCTAssertEqual(socket.cancel(), 7)
@@ -22,7 +22,7 @@ final class FeedSocketTests: XCTestCase {
 
     /// Cancelled before the connection opened (`start` gave up waiting): it is not read, and its number is not kept.
     func testAConnectionOpenedAfterCancelIsNotTaken() {
-        var socket = FeedSocket()
+        var socket = SubscriptionSocket()
         XCTAssertNil(socket.cancel())
         XCTAssertFalse(socket.opened(7))
         XCTAssertNil(socket.descriptor)

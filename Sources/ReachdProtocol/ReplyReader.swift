@@ -1,4 +1,37 @@
-// Reading verdicts from JSON (docs/protocol.md); ReachdProtocol's ReplyWriter writes the same shape.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ReachdModel
+
+// Reading reachd's replies (docs/protocol.md): the other half of `ReplyWriter`, which writes the same shape by
+// hand. The two are held together by `ReplyRoundTripTests` (every field, many generated verdicts) and by
+// `ReplyWriterTests` (the bytes).
+
+extension Reply: Decodable {
+    private enum CodingKeys: String, ReplyEnvelopeKey {
+        case version, type, id, verdict, verdicts, error
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let envelope = try ReplyEnvelope<CodingKeys>(decoder)
+        let c = envelope.container, id = envelope.id
+        switch envelope.type {
+        case "status": self = .status(id: id, verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
+        case "subscribed": self = .subscribed(id: id, verdicts: try c.decode([StampedVerdict].self, forKey: .verdicts))
+        case "event": self = .event(verdict: try c.decode(StampedVerdict.self, forKey: .verdict))
+        case "pong": self = .pong(id: id)
+        case "error": self = .error(try envelope.error())
+        default: throw envelope.unknownType
+        }
+    }
+
+    /// Decodes one line from the daemon.
+    public static func decode(line: [UInt8]) throws -> Reply {
+        try JSONDecoder().decode(Reply.self, from: Data(line))
+    }
+}
 
 extension IPAddress: Decodable {
     public init(from decoder: any Decoder) throws {
@@ -7,16 +40,6 @@ extension IPAddress: Decodable {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an IP address: \(text)"))
         }
         self = address
-    }
-}
-
-extension Timestamp: Decodable {
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let time = Timestamp(rfc3339: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an RFC 3339 time: \(text)"))
-        }
-        self = time
     }
 }
 
@@ -160,12 +183,5 @@ extension StampedVerdict: Decodable {
             sequence: try c.decode(UInt64.self, forKey: .sequence),
             timestamp: try c.decode(Timestamp.self, forKey: .timestamp)
         )
-    }
-}
-
-extension Timestamp: Encodable {
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
     }
 }

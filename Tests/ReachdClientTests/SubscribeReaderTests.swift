@@ -1,0 +1,137 @@
+import Foundation
+import ReachdClient
+import ReachdModel
+import ReachdProtocol
+import Synchronization
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The subscribe reader against a fake reachd: it hands the verdicts on, ends or connects again as
+/// `SubscribeMachine` says when reachd goes away, and hands nothing on once stopped.
+final class SubscribeReaderTests: XCTestCase {
+    /// Answers each connection's first line with a `subscribed` reply (sequence: the connection's number, from 1);
+    /// closes the connection at once when `keepOpen` says so for its number, else keeps it until the test ends.
+    private final class FakeReachd: @unchecked Sendable {
+        let path: String
+        private let listener: Int32
+        /// The connections kept open, closed when the fake goes.
+        private final class Held: Sendable { let fds = Mutex<[Int32]>([]) }
+        private let held = Held()
+
+        init(path: String, keepOpen: @escaping @Sendable (Int) -> Bool) throws {
+            self.path = path
+            let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            self.listener = listener
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard listener >= 0, bound == 0, listen(listener, 8) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+            let held = self.held
+            Thread.detachNewThread {
+                var number = 0
+                while true {
+                    let client = accept(listener, nil, nil)
+                    guard client >= 0 else { return }
+                    number += 1
+                    var byte: UInt8 = 0
+                    while read(client, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
+                    let reply = Reply.subscribed(id: nil, verdicts: [SubscribeReaderTests.verdict(sequence: UInt64(number))]).encodedLine()
+                    _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    if keepOpen(number) { held.fds.withLock { $0.append(client) } } else { close(client) }
+                }
+            }
+        }
+
+        deinit {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+            for fd in held.fds.withLock({ $0 }) { close(fd) }
+        }
+    }
+
+    /// What the reader handed on, in order: a verdict's sequence, or -1 for a report.
+    private final class Handed: Sendable {
+        private let seen = Mutex<[Int64]>([])
+        var all: [Int64] { seen.withLock { $0 } }
+
+        var handlers: SubscribeReader.Handlers {
+            SubscribeReader.Handlers(
+                verdicts: { verdicts in self.seen.withLock { $0 += verdicts.map { Int64($0.sequence) } } },
+                unreachable: { _ in self.seen.withLock { $0.append(-1) } }
+            )
+        }
+
+        /// Waits (up to 30 s: the machine may be loaded) until `condition` holds.
+        func wait(until condition: ([Int64]) -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(30)
+            while !condition(all) {
+                if Date() > deadline { return false }
+                usleep(10_000)
+            }
+            return true
+        }
+    }
+
+    static func verdict(sequence: UInt64) -> StampedVerdict {
+        let none = FamilyVerdict.unreachable(.notJudged, "test")
+        let verdict = Verdict(target: "internet", reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
+                              flags: [], reason: "test", family: nil, ipv4: none, ipv6: none)
+        return StampedVerdict(verdict: verdict, sequence: sequence, timestamp: Timestamp(microseconds: 0))
+    }
+
+    private func temporarySocket() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("subscribe-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        return directory + "/reachd.sock"
+    }
+
+    /// reachd closes the first two connections: each drop is reported once per outage and the reader connects
+    /// again (0.1 s, then 0.2 s later), handing on each connection's verdicts.
+    func testBackoffConnectsAgainAfterReachdWentAway() throws {
+        let reachd = try FakeReachd(path: try temporarySocket()) { $0 >= 3 }
+        let handed = Handed()
+        let reader = try SubscribeReader.open(path: reachd.path, retry: .backoff, timeout: 30, handlers: handed.handlers)
+        XCTAssertTrue(handed.wait { $0.contains(3) }, "\(handed.all)")
+        XCTAssertEqual(handed.all, [1, -1, 2, -1, 3])
+        XCTAssertNotNil(reader.openDescriptor)
+        reader.stop()
+        XCTAssertNil(reader.waitUntilStopped(), "verdicts were coming when it stopped")
+        XCTAssertNil(reader.openDescriptor)
+    }
+
+    /// With `.never`, reachd's end is reported and ends the reader; `waitUntilStopped` says why.
+    func testOneConnectionEndsWhenReachdGoesAway() throws {
+        let reachd = try FakeReachd(path: try temporarySocket()) { _ in false }
+        let handed = Handed()
+        let reader = try SubscribeReader.open(path: reachd.path, retry: .never, timeout: 30, handlers: handed.handlers)
+        XCTAssertEqual(reader.waitUntilStopped(), ClientError(.closed, talkingTo: .reachd))
+        XCTAssertEqual(handed.all, [1, -1])
+        XCTAssertNil(reader.openDescriptor)
+    }
+
+    /// No reachd: `open` throws whatever the retry rule (the caller decides whether to wait).
+    func testOpenThrowsWithoutReachd() throws {
+        let path = try temporarySocket()
+        XCTAssertThrowsError(try SubscribeReader.open(path: path, retry: .backoff, timeout: 30, handlers: Handed().handlers)) { error in
+            XCTAssertEqual(error as? ClientError, ClientError(.connect(path: path, errno: ENOENT), talkingTo: .reachd))
+        }
+    }
+
+    /// Stopped while reachd comes and goes: nothing is handed on once `stop` returned, and the thread ends.
+    func testNothingIsHandedOnAfterStop() throws {
+        let reachd = try FakeReachd(path: try temporarySocket()) { _ in false }
+        let handed = Handed()
+        let reader = try SubscribeReader.open(path: reachd.path, retry: .backoff, timeout: 30, handlers: handed.handlers)
+        XCTAssertTrue(handed.wait { $0.count >= 2 }, "\(handed.all)")
+        reader.stop()
+        let seen = handed.all
+        _ = reader.waitUntilStopped()
+        XCTAssertEqual(handed.all, seen, "handed on after stop returned")
+    }
+}
