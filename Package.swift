@@ -220,6 +220,7 @@ let package = Package(
             dependencies: [
                 "ReachdTransfers", "ReachdTransferModel", "ReachdModel", "ReachdProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

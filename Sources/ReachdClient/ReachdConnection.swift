@@ -124,17 +124,18 @@ public final class ReachdConnection {
         while linesReturned == lines.count {
             lines.removeAll(keepingCapacity: true)
             linesReturned = 0
-            var wait: Int32 = -1
-            if let deadline {
-                let left = deadline - MonotonicClock.seconds()
-                if left <= 0 { return nil }
-                wait = Int32(min(left * 1000, Double(Int32.max)).rounded(.up))
+            if let deadline, deadline - MonotonicClock.seconds() <= 0 { return nil }
+            // -1 without a deadline, else the milliseconds left (worked out again after an interrupted poll).
+            func wait() -> Int32 {
+                guard let deadline else { return -1 }
+                return Int32(max(0, min((deadline - MonotonicClock.seconds()) * 1000, Double(Int32.max))).rounded(.up))
             }
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&entry, 1, wait)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw failure(.io(call: "poll", errno: errno))
+            let ready: Int32
+            do throws(SystemCallError) {
+                ready = try SystemCall.retrying("poll") { poll(&entry, 1, wait()) }
+            } catch {
+                throw failure(.io(call: error.call, errno: error.errno.rawValue))
             }
             if ready == 0 { continue }
             var buffer = [UInt8](repeating: 0, count: 65536)

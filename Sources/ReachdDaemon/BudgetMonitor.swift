@@ -121,10 +121,13 @@ final class BudgetMonitor: Service, Sendable {
         guard fd >= 0 else { return "\(temporary): \(String(cString: strerror(errno)))" }
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                let reason = String(cString: strerror(errno))
+            let written = bytes.withUnsafeBytes { buffer in SystemCall.result("write") { write(fd, buffer.baseAddress, buffer.count) } }
+            guard case .success(let n) = written, n > 0 else {
+                let reason: Errno
+                switch written {
+                case .failure(let error): reason = error.errno
+                case .success: reason = .current
+                }
                 close(fd)
                 unlink(temporary)
                 return "\(temporary): \(reason)"

@@ -1,4 +1,5 @@
 import NIOCore
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,11 +40,8 @@ enum SubscriberSocket {
 
     /// Writes as much of `bytes` as the socket takes now; returns how many it took (0 when it is full or
     /// failed: the channel's queue then carries the rest, and NIO meets the failure and closes the channel).
+    /// An interrupted `send` is made again; allocates nothing.
     static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
-        while true {
-            let sent = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
-            if sent >= 0 { return sent }
-            if errno != EINTR { return 0 }
-        }
+        (try? SystemCall.retrying("send") { Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }) ?? 0
     }
 }

@@ -40,12 +40,12 @@ package final class NetworkdStateFiles: @unchecked Sendable {
     package init(root: String = NetworkdStateFiles.defaultRoot, logger: Logger,
                  onChange: @escaping @Sendable ([Int32: NetworkdLinkFacts]) -> Void) throws {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { throw NetworkdStateError(call: "inotify_init1", code: errno) }
+        guard fd >= 0 else { throw SystemCallError(call: "inotify_init1", errno: .current) }
         do {
             thread = try PollThread()
         } catch {
             close(fd)
-            throw NetworkdStateError(call: "pipe", code: error.code)
+            throw error
         }
         inotify = fd
         self.root = root
@@ -78,11 +78,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
         if plan.watches["\(root)/leases"] == .files {
             logger.info("networkd: following DHCP leases and link state", metadata: ["directory": "\(root)"])
         }
-        do {
-            try thread.followInotify(inotify) { [unowned self] in drain() }
-        } catch {
-            throw NetworkdStateError(call: "pthread_create", code: error.code)
-        }
+        try thread.followInotify(inotify) { [unowned self] in drain() }
     }
 
     package func stop() { thread.stop() }
@@ -194,11 +190,4 @@ package final class NetworkdStateFiles: @unchecked Sendable {
         facts = updated
         onChange(updated)
     }
-}
-
-/// A system call of `NetworkdStateFiles` failed with this errno.
-package struct NetworkdStateError: Error, CustomStringConvertible {
-    package var call: String
-    package var code: Int32
-    package var description: String { "\(call): \(String(cString: strerror(code)))" }
 }

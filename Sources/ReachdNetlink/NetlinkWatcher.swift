@@ -100,7 +100,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         do {
             try thread.start(descriptors: { [unowned self] in self.descriptors() }, ready: { [unowned self] in self.ready($0) })
         } catch {
-            throw NetlinkError(call: error.call, code: -error.code)
+            throw NetlinkError(call: error.call, code: -error.errno.rawValue)
         }
         self.thread = thread
     }

@@ -55,14 +55,14 @@ final class ResolverConfigurationFile: @unchecked Sendable {
 
     /// `onChange` gets whether the file names a name server: once in `start`, then at each change (on this
     /// source's thread).
-    init(path: String = ResolverConfiguration.systemPath, onChange: @escaping @Sendable (Bool) -> Void) throws(FollowError) {
+    init(path: String = ResolverConfiguration.systemPath, onChange: @escaping @Sendable (Bool) -> Void) throws(SystemCallError) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { throw FollowError(call: "inotify_init1", code: errno) }
+        guard fd >= 0 else { throw SystemCallError(call: "inotify_init1", errno: .current) }
         do {
             thread = try PollThread()
         } catch {
             close(fd)
-            throw FollowError(call: error.call, code: error.code)
+            throw error
         }
         inotify = fd
         self.path = path
@@ -75,14 +75,10 @@ final class ResolverConfigurationFile: @unchecked Sendable {
     }
 
     /// Reads the file once (published before this returns), then follows it on a thread of its own.
-    func start() throws(FollowError) {
+    func start() throws(SystemCallError) {
         arm()
         read()
-        do {
-            try thread.followInotify(inotify) { [unowned self] in drain() }
-        } catch {
-            throw FollowError(call: error.call, code: error.code)
-        }
+        try thread.followInotify(inotify) { [unowned self] in drain() }
     }
 
     /// Stops following; `onChange` is not called after this returns. Never on this source's own thread.
@@ -175,12 +171,5 @@ final class ResolverConfigurationFile: @unchecked Sendable {
     private static func watch(_ inotify: Int32, _ directory: String) -> Int32? {
         let wd = inotify_add_watch(inotify, directory, events)
         return wd >= 0 ? wd : nil
-    }
-
-    /// A system call failed with this errno: the file cannot be followed.
-    struct FollowError: Error, CustomStringConvertible {
-        var call: String
-        var code: Int32
-        var description: String { "\(call): \(String(cString: strerror(code)))" }
     }
 }

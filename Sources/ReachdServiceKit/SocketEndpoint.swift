@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,7 @@ public enum SocketEndpoint: Sendable {
             do {
                 channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
             } catch let error as IOError {
-                throw SocketFileError.system(call: "bind", path: path, errno: error.errnoCode)
+                throw SocketFileError.system(call: "bind", path: path, errno: Errno(error.errnoCode))
             }
             chmod(path, 0o666)
             logger.info("listening on \(path)")

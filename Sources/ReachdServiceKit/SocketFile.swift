@@ -1,9 +1,10 @@
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Errors setting up the daemon's socket file.
-public enum SocketFileError: Error, CustomStringConvertible, Sendable {
+package enum SocketFileError: Error, CustomStringConvertible, Sendable {
     /// Another process is accepting connections on the path.
     case inUse(String)
     /// The path is too long for `sockaddr_un`.
@@ -11,7 +12,7 @@ public enum SocketFileError: Error, CustomStringConvertible, Sendable {
     /// Something that is not a socket is in the way.
     case notASocket(String)
     /// A system call failed.
-    case system(call: String, path: String, errno: Int32)
+    case system(call: String, path: String, errno: Errno)
     /// systemd passed descriptors reachd cannot serve on.
     case activation(String)
 
@@ -20,7 +21,7 @@ public enum SocketFileError: Error, CustomStringConvertible, Sendable {
         case .inUse(let path): "\(path) is in use by a running daemon"
         case .pathTooLong(let path): "socket path too long (max 107 bytes): \(path)"
         case .notASocket(let path): "cannot listen on \(path): it exists and is not a socket"
-        case .system(let call, let path, let code): "\(call)(\(path)): \(String(cString: strerror(code)))"
+        case .system(let call, let path, let errno): "\(call)(\(path)): \(errno)"
         case .activation(let detail): "socket activation: \(detail)"
         }
     }
@@ -33,14 +34,14 @@ package enum SocketFile {
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             let directory = String(path[..<slash])
             if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-                throw SocketFileError.system(call: "mkdir", path: directory, errno: errno)
+                throw SocketFileError.system(call: "mkdir", path: directory, errno: .current)
             }
         }
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
         guard info.st_mode & S_IFMT == S_IFSOCK else { throw SocketFileError.notASocket(path) }
         if isAccepting(path) { throw SocketFileError.inUse(path) }
-        guard unlink(path) == 0 else { throw SocketFileError.system(call: "unlink", path: path, errno: errno) }
+        guard unlink(path) == 0 else { throw SocketFileError.system(call: "unlink", path: path, errno: .current) }
     }
 
     /// Whether something accepts connections on the socket at `path`.

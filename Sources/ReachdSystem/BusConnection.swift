@@ -23,7 +23,7 @@ package final class BusConnection: @unchecked Sendable {
             thread = try PollThread()
         } catch {
             sd_bus_flush_close_unref(bus)
-            throw BusError(call: error.call, code: -error.code)
+            throw BusError(call: error.call, errno: error.errno)
         }
         self.bus = bus
     }
@@ -53,7 +53,7 @@ package final class BusConnection: @unchecked Sendable {
         do {
             try thread.start(descriptors: { [unowned self] in self.serve(bus) }, ready: { _ in })
         } catch {
-            throw BusError(call: error.call, code: -error.code)
+            throw BusError(call: error.call, errno: error.errno)
         }
     }
 
@@ -92,12 +92,15 @@ package final class BusConnection: @unchecked Sendable {
 /// An sd-bus failure with the call that failed.
 package struct BusError: Error, CustomStringConvertible {
     package var call: String
-    package var code: Int32
+    package var errno: Errno
 
-    package init(call: String, code: Int32) {
+    package init(call: String, errno: Errno) {
         self.call = call
-        self.code = code
+        self.errno = errno
     }
 
-    package var description: String { "\(call): \(String(cString: strerror(-code)))" }
+    /// `call` returned `code`, sd-bus's negative errno.
+    package init(call: String, code: Int32) { self.init(call: call, errno: Errno(-code)) }
+
+    package var description: String { "\(call): \(errno)" }
 }

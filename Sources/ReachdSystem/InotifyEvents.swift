@@ -37,7 +37,7 @@ package enum InotifyEvents {
 extension PollThread {
     /// Starts the thread waiting on the inotify descriptor `fd` alone, with no time limit; `drain` runs on the
     /// thread whenever it has events.
-    package func followInotify(_ fd: Int32, drain: @escaping () -> Void) throws(PollThreadError) {
+    package func followInotify(_ fd: Int32, drain: @escaping () -> Void) throws(SystemCallError) {
         try start(
             descriptors: { ([pollfd(fd: fd, events: Int16(POLLIN), revents: 0)], -1) },
             ready: { outcome in

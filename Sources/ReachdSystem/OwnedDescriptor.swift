@@ -3,8 +3,8 @@ import Glibc
 #endif
 
 /// A file descriptor this value owns: closed when the value goes away, once. It cannot be copied, so no second
-/// owner can close it early.
-package struct OwnedDescriptor: ~Copyable {
+/// owner can close it early. Sendable: the value moves between threads whole, and its owner alone closes it.
+package struct OwnedDescriptor: ~Copyable, Sendable {
     /// The descriptor, for the calls this type does not wrap; valid while the value lives.
     package let raw: Int32
 

@@ -22,9 +22,9 @@ package final class PollThread {
     private let stopping = Atomic<Bool>(false)
 
     /// Opens the wake-up pipe (close-on-exec).
-    package init() throws(PollThreadError) {
+    package init() throws(SystemCallError) {
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw PollThreadError(call: "pipe", code: errno) }
+        guard pipe(&fds) == 0 else { throw SystemCallError(call: "pipe", errno: .current) }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         wakePipe = (fds[0], fds[1])
     }
@@ -37,13 +37,9 @@ package final class PollThread {
 
     /// Starts the thread; `descriptors` and `ready` run on it and nowhere else.
     package func start(descriptors: @escaping () -> (fds: [pollfd], timeout: Int32),
-                       ready: @escaping (Outcome) -> Void) throws(PollThreadError) {
+                       ready: @escaping (Outcome) -> Void) throws(SystemCallError) {
         precondition(thread == nil, "PollThread started twice")
-        do {
-            thread = try PosixThread.start(detached: false) { [unowned self] in self.run(descriptors: descriptors, ready: ready) }
-        } catch {
-            throw PollThreadError(call: error.call, code: error.errno.rawValue)
-        }
+        thread = try PosixThread.start(detached: false) { [unowned self] in self.run(descriptors: descriptors, ready: ready) }
     }
 
     /// Ends the current wait: the thread asks for its descriptors again.
@@ -75,10 +71,4 @@ package final class PollThread {
             ready(.ready(Array(entries.dropLast())))
         }
     }
-}
-
-/// A system call of `PollThread` failed with this errno.
-package struct PollThreadError: Error {
-    package let call: String
-    package let code: Int32
 }

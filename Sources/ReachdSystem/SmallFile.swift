@@ -10,6 +10,11 @@ package enum SmallFile {
     /// (e.g. `O_NOFOLLOW`).
     package static func bytes(at path: String, limit: Int, flags: Int32 = 0) -> [UInt8]? {
         guard let file = try? OwnedDescriptor.open(path, O_RDONLY | flags) else { return nil }
+        return bytes(of: file, limit: limit)
+    }
+
+    /// The same from a file opened already, read from where its offset is.
+    package static func bytes(of file: borrowing OwnedDescriptor, limit: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while bytes.count < limit {

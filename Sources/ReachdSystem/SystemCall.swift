@@ -35,8 +35,9 @@ package struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertib
 /// The one funnel for system calls that report failure as -1 and `errno`: an interrupted call (EINTR) is made
 /// again, any other failure is thrown with the call's name.
 package enum SystemCall {
-    /// `body`'s result once it is not interrupted; `name` names the call in the error.
-    @discardableResult
+    /// `body`'s result once it is not interrupted; `name` names the call in the error. Inlinable, so that a hot
+    /// caller (a subscriber's `send`) gets it specialized, with nothing allocated.
+    @discardableResult @inlinable
     package static func retrying<Result: FixedWidthInteger>(_ name: @autoclosure () -> String,
                                                             _ body: () -> Result) throws(SystemCallError) -> Result {
         while true {
@@ -49,6 +50,7 @@ package enum SystemCall {
 
     /// The same as a `Result`, for calls made inside the standard library's `withUnsafe…` closures (which pass
     /// on no typed error): `try buffer.withUnsafeBytes { SystemCall.result("send") { … } }.get()`.
+    @inlinable
     package static func result<Result: FixedWidthInteger>(_ name: @autoclosure () -> String,
                                                           _ body: () -> Result) -> Swift.Result<Result, SystemCallError> {
         Swift.Result { () throws(SystemCallError) in try retrying(name(), body) }

@@ -12,16 +12,16 @@ enum BodyEnd {
     /// More than this limit arrived.
     case overLimit(Int64)
     /// A write failed.
-    case writeFailed(any Error)
+    case writeFailed(FileError)
 }
 
 extension Fetcher {
-    /// Streams `body` into `fd` from `start`, one batch written on a file thread while the next is received. Stops
+    /// Streams `body` into `file` from `start`, one batch written on a file thread while the next is received. Stops
     /// (after writing what arrived) when the task is cancelled, at once when the file would pass `limit` bytes.
     /// `progress` is told the bytes on disk every `Fetcher.progressBytes` and at the end.
-    func receive(_ body: HTTPClientResponse.Body, into fd: Int32, at start: Int64, limit: Int64?,
+    func receive(_ body: HTTPClientResponse.Body, into file: PartialFile, at start: Int64, limit: Int64?,
                  progress: ((Int64) async -> Void)? = nil) async -> BodyEnd {
-        var writer = PartialFileWriter(fd: fd, pool: fileThreads, position: start)
+        var writer = PartialFileWriter(file: file, position: start)
         var batch: [ByteBuffer] = []
         var batchBytes = 0
         var reported = start
@@ -35,7 +35,7 @@ extension Fetcher {
                     return .overLimit(limit)
                 }
                 if batchBytes >= PartialFileWriter.batchBytes {
-                    do {
+                    do throws(FileError) {
                         try await writer.submit(batch, bytes: batchBytes)
                     } catch {
                         return .writeFailed(error)
@@ -52,7 +52,7 @@ extension Fetcher {
         } catch {
             streamError = error
         }
-        do {
+        do throws(FileError) {
             if batchBytes > 0 { try await writer.submit(batch, bytes: batchBytes) }
             try await writer.finish()
         } catch {

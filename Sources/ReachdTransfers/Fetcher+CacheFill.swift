@@ -14,9 +14,9 @@ extension Fetcher {
         case failed(String)
     }
 
-    /// GETs `url` into `fd` for the offline cache: conditional on `cached` validators, giving up on bodies over
+    /// GETs `url` into `file` for the offline cache: conditional on `cached` validators, giving up on bodies over
     /// `limit` (announced or received), and on a body shorter than its Content-Length (`CacheFill` decides).
-    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, fd: Int32, credentials: Credentials?) async -> CacheFetch {
+    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, file: PartialFile, credentials: Credentials?) async -> CacheFetch {
         var request = Self.request(url)
         let conditions = CacheFill.conditionalFields(cached)
         for field in conditions { request.headers.add(name: field.name, value: field.value) }
@@ -35,9 +35,10 @@ extension Fetcher {
         case .store(let announced): length = announced
         }
         let written: Int64
-        switch await receive(response.body, into: fd, at: 0, limit: limit) {
+        switch await receive(response.body, into: file, at: 0, limit: limit) {
         case .overLimit: return .tooLarge(nil)
-        case .writeFailed(let error), .broken(_, let error): return .failed("\(error)")
+        case .writeFailed(let error): return .failed("\(error)")
+        case .broken(_, let error): return .failed("\(error)")
         case .cancelled: return .failed("stopped")
         case .ended(let position): written = position
         }

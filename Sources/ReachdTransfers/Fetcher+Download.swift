@@ -15,10 +15,10 @@ protocol FetchObserver: Sendable {
 }
 
 extension Fetcher {
-    /// Fetches the rest of `job` into its partial file `fd` (which holds `offset` bytes of `job.validators`' version):
+    /// Fetches the rest of `job` into its partial file (which holds `offset` bytes of `job.validators`' version):
     /// Range/If-Range by `ResumePlan`, the body streamed to the file with backpressure, lengths checked.
     /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
-    func fetch(_ job: Job, fd: Int32, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+    func fetch(_ job: Job, into file: PartialFile, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         let plan = ResumePlan.request(offset: offset, validators: job.validators, installed: job.isRefreshing ? job.current : nil)
         var request = Self.request(job.url)
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
@@ -31,12 +31,12 @@ extension Fetcher {
         switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators, total: plan.offset > 0 ? job.bytesTotal : nil,
                                     conditional: plan.isConditional) {
         case .complete:
-            return await PartialFileWriter.sync(fd, on: fileThreads) ?? .complete(total: plan.offset)
+            return await Self.flushed(file) ?? .complete(total: plan.offset)
         case .notModified:
             return .notModified
         case .restart(let reason):
             logger.notice("job \(job.id): \(reason)")
-            return await PartialFileWriter.truncate(fd, on: fileThreads) ?? .restart(reason: reason)
+            return await Self.emptied(file) ?? .restart(reason: reason)
         case .retry(let reason, let retryAfter):
             let seconds = retryAfter.flatMap { RetryPolicy.retryAfterSeconds($0, now: Double(time(nil))) }
             return .retry(reason: reason, retryAfter: seconds)
@@ -48,24 +48,23 @@ extension Fetcher {
                 // gate again: a restart is a new transfer of the whole size.
                 logger.info("job \(job.id): full body instead of a resume at \(offset)", metadata: ["status": "\(head.status)"])
                 guard await observer.allows(jobID: job.id, total: total) else { return .notAllowed(total: total) }
-                if let failure = await PartialFileWriter.truncate(fd, on: fileThreads) { return failure }
+                if let failure = await Self.emptied(file) { return failure }
             } else if plan.offset == 0, !(await observer.allows(jobID: job.id, total: total)) {
                 return .notAllowed(total: total)
             }
             await observer.started(jobID: job.id, offset: start, total: total, validators: validators)
-            return await download(response.body, into: fd, at: start, total: total, jobID: job.id, observer: observer)
+            return await download(response.body, into: file, at: start, total: total, jobID: job.id, observer: observer)
         }
     }
 
     /// The body into the partial file from `start`, as the attempt's outcome: complete and flushed when it has
     /// `total` bytes (or ended without one announced).
-    private func download(_ body: HTTPClientResponse.Body, into fd: Int32, at start: Int64, total: Int64?,
+    private func download(_ body: HTTPClientResponse.Body, into file: PartialFile, at start: Int64, total: Int64?,
                           jobID: String, observer: some FetchObserver) async -> FetchOutcome {
-        switch await receive(body, into: fd, at: start, limit: total, progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
+        switch await receive(body, into: file, at: start, limit: total, progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
         case .overLimit(let total):
             return .restart(reason: "server sent more than the \(total) bytes it announced")
         case .writeFailed(let error):
-            guard let error = error as? FileError else { return .failed(reason: "failed: writing the partial file: \(error)") }
             return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
         case .cancelled:
             return .stopped
@@ -75,7 +74,27 @@ extension Fetcher {
             if let total, position != total {
                 return .retry(reason: "connection closed after \(position) of \(total) bytes", retryAfter: nil)
             }
-            return await PartialFileWriter.sync(fd, on: fileThreads) ?? .complete(total: position)
+            return await Self.flushed(file) ?? .complete(total: position)
+        }
+    }
+
+    /// Flushes the partial file to disk: nil when done, else the job's outcome.
+    private static func flushed(_ file: PartialFile) async -> FetchOutcome? {
+        do {
+            try await file.sync()
+            return nil
+        } catch {
+            return .failed(reason: "failed: \(error)")
+        }
+    }
+
+    /// Empties the partial file: nil when done, else the job's outcome.
+    private static func emptied(_ file: PartialFile) async -> FetchOutcome? {
+        do {
+            try await file.truncate()
+            return nil
+        } catch {
+            return .failed(reason: "failed: \(error)")
         }
     }
 }

@@ -6,11 +6,11 @@ import Glibc
 #endif
 
 extension Fetcher {
-    /// Sends the file `fd` (`size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
+    /// Sends `file` (`file.size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
     /// POST (with a boundary found in neither the file nor the fields); restarts from byte 0 each attempt. Over
     /// plain http the file goes to the socket with `sendfile` (`SendfileBody`), else it is streamed (`UploadBody`).
     /// Sent by the client that follows no redirects, an upload is redirected only as `UploadRedirects` decides.
-    func upload(_ job: Job, fd: Int32, size: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+    func upload(_ job: Job, file: FileToSend, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
         var redirects = UploadRedirects(from: job.url)
@@ -35,8 +35,7 @@ extension Fetcher {
             if url.lowercased().hasPrefix("http:") {
                 let eventLoop = clientWithoutRedirects.eventLoopGroup.next()
                 do {
-                    let body = try SendfileBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter,
-                                                pool: fileThreads, eventLoop: eventLoop)
+                    let body = try SendfileBody(prefix: prefix, file: file, suffix: suffix, delimiter: delimiter, eventLoop: eventLoop)
                     // Progress as the socket takes the file, all of it reported before the outcome.
                     async let reported: Void = { for await sent in body.written { await progress(sent) } }()
                     result = await sendWithoutRedirects(request, body: body, credentials: credentials,
@@ -46,9 +45,8 @@ extension Fetcher {
                     result = .failure(Self.failure(of: error))
                 }
             } else {
-                let body = UploadBody(prefix: prefix, fd: fd, size: size, suffix: suffix, delimiter: delimiter, pool: fileThreads,
-                                      progress: progress)
-                request.body = .stream(body, length: .known(Int64(prefix.count) + size + Int64(suffix.count)))
+                let body = UploadBody(prefix: prefix, file: file, suffix: suffix, delimiter: delimiter, progress: progress)
+                request.body = .stream(body, length: .known(Int64(prefix.count) + file.size + Int64(suffix.count)))
                 switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
                 case .failure(let error): result = .failure(error)
                 case .success(let response): result = await answer(response)

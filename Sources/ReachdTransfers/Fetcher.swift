@@ -18,8 +18,6 @@ import Glibc
 final class Fetcher: Sendable {
     let client: HTTPClient
     let clientWithoutRedirects: HTTPClient
-    /// Threads for the blocking file calls (writes, fsync, reads for uploads and digests).
-    let fileThreads: NIOThreadPool
     let logger: Logger
     /// The socket's receive buffer: bounds the bytes in flight (also lost by a crash) without limiting
     /// speed on fast links (the kernel would otherwise grow it to several MiB).
@@ -49,15 +47,12 @@ final class Fetcher: Sendable {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         configuration.redirectConfiguration = .disallow
         clientWithoutRedirects = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        fileThreads = NIOThreadPool(numberOfThreads: 2)
-        fileThreads.start()
         self.logger = logger
     }
 
     func shutdown() async {
         try? await client.shutdown()
         try? await clientWithoutRedirects.shutdown()
-        try? await fileThreads.shutdownGracefully()
     }
 
     /// The size from a HEAD request, nil when the server does not say (or the request fails). Sent like
@@ -68,13 +63,6 @@ final class Fetcher: Sendable {
                                                        deadline: .now() + .seconds(30)),
               response.status == .ok else { return nil }
         return contentLength(response.headers.first(name: "Content-Length"))
-    }
-
-    /// SHA-256 of a file, read on a file thread.
-    func sha256(ofFileAt path: String, files: UserFiles) async throws -> String {
-        let fd = try await files.run { try files.open(path, O_RDONLY, failure: "cannot read \(path)") }
-        defer { close(fd) }
-        return try await fileThreads.runUncancellable { try FileDigest.sha256(fd: fd) }
     }
 
     /// Every request is made here with `RequestFields.common` and sent through `send`, which alone adds

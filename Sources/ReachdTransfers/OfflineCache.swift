@@ -117,16 +117,15 @@ actor OfflineCache {
         var random = SystemRandomNumberGenerator()
         let name = CacheLayout.bodyName(using: &random)
         let file = "\(userDirectory)/\(name)", temporary = "\(userDirectory)/.\(name).tmp"
-        let fd: Int32
+        let body: PartialFile
         do {
-            fd = try await files.create(temporary, mode: mode_t(CacheLayout.bodyMode(shared: shared)))
+            body = try await files.create(temporary, mode: mode_t(CacheLayout.bodyMode(shared: shared)))
         } catch {
             return .failure(ProtocolError(.internalError, "\(error)"))
         }
         // A body larger than the whole cache cannot be kept: the capacity bounds what a server can make us write.
         let bound = min(limit ?? limits.capacity, limits.capacity)
-        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, fd: fd, credentials: credentials)
-        close(fd)
+        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, file: body, credentials: credentials)
         if case .stored = outcome {} else { await files.remove(temporary) }
         switch outcome {
         case .notModified(let headers):
@@ -140,7 +139,7 @@ actor OfflineCache {
             return .success(result)
         case .stored(let status, let headers, let size):
             do {
-                try await files.rename(temporary, to: file)
+                try await body.moveIntoPlace(at: file)
             } catch {
                 await files.remove(temporary)
                 return .failure(ProtocolError(.internalError, "\(error)"))

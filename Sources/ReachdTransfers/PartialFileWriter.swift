@@ -1,17 +1,16 @@
 import CReachdFiles
 import NIOCore
 import NIOPosix
-import ReachdTransferModel
+import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Batches on their way to a partial file: at most one write in flight on a file thread, so the network and the
+/// Batches on their way to a partial file: at most one write in flight on its file threads, so the network and the
 /// disk work at the same time. Write-back is started every `writeBackBytes` (`sync_file_range`), so that dirty
 /// pages do not pile up. Waits even in a cancelled task (nothing received is dropped).
 struct PartialFileWriter {
-    let fd: Int32
-    let pool: NIOThreadPool
+    let file: PartialFile
     /// Bytes of the file on disk: every write before the one in flight.
     private(set) var written: Int64
     /// Where the next batch goes.
@@ -25,66 +24,78 @@ struct PartialFileWriter {
     /// Write-back is started every this many bytes.
     static let writeBackBytes: Int64 = 16 << 20
 
-    init(fd: Int32, pool: NIOThreadPool, position: Int64) {
-        self.fd = fd
-        self.pool = pool
+    init(file: PartialFile, position: Int64) {
+        self.file = file
         written = position
         queuedEnd = position
         writtenBack = position
     }
 
     /// Waits for the write in flight, then starts writing `buffers`.
-    mutating func submit(_ buffers: [ByteBuffer], bytes: Int) async throws {
+    mutating func submit(_ buffers: [ByteBuffer], bytes: Int) async throws(FileError) {
         try await finish()
-        let at = queuedEnd, end = at + Int64(bytes), fd = fd
+        let at = queuedEnd, end = at + Int64(bytes), file = file
         let writeBack = end - writtenBack >= Self.writeBackBytes ? writtenBack : nil
         if writeBack != nil { writtenBack = end }
-        inflight = pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
-            try Self.write(buffers, to: fd, at: at, writeBackFrom: writeBack)
+        // The closure holds `file`, so its descriptor stays open until the write is done.
+        inflight = file.threads.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
+            try file.withOpenDescriptor { (fd: Int32) throws(FileError) in try Self.write(buffers, to: fd, at: at, writeBackFrom: writeBack) }
         }
         queuedEnd = end
     }
 
     /// Waits for the write in flight.
-    mutating func finish() async throws {
+    mutating func finish() async throws(FileError) {
         guard let pending = inflight else { return }
         inflight = nil
-        try await pending.get()
+        do {
+            try await pending.get()
+        } catch let error as FileError {
+            throw error
+        } catch {
+            throw FileError("writing the partial file: \(error)", errno: nil)
+        }
         written = queuedEnd
     }
 
     /// Writes a batch with one `pwritev`; what a short write leaves is written buffer by buffer. With
     /// `writeBackFrom`, starts write-back of the file from there to the batch's end.
-    static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws {
+    static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws(FileError) {
+        do {
+            try write(buffers, to: fd, at: offset)
+        } catch {
+            throw FileError("writing the partial file", error)
+        }
+        let at = offset + Int64(buffers.reduce(0) { $0 + $1.readableBytes })
+        if let writeBackFrom { reachd_start_writeback(fd, off_t(writeBackFrom), off_t(at - writeBackFrom)) }
+    }
+
+    /// The writes of `write(_:to:at:writeBackFrom:)`, each through `SystemCall` (an interrupted one made again).
+    private static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64) throws(SystemCallError) {
         var written = 0
         if buffers.count > 1 {
             var vectors: [iovec] = []
             vectors.reserveCapacity(buffers.count)
-            let n = withVectors(buffers[...], &vectors) { pwritev(fd, $0, Int32($0.count), off_t(offset)) }
-            if n > 0 {
-                written = n
-            } else if n < 0 && errno != EINTR {
-                throw FileError("writing the partial file")
-            }
+            written = try withVectors(buffers[...], &vectors) { vectors in
+                SystemCall.result("pwritev") { pwritev(fd, vectors, Int32(vectors.count), off_t(offset)) }
+            }.get()
         }
         var at = offset
         for buffer in buffers {
             let skip = min(written, buffer.readableBytes)
             written -= skip
-            try buffer.withUnsafeReadableBytes { bytes in
+            try buffer.withUnsafeReadableBytes { bytes -> Result<Void, SystemCallError> in
                 var done = skip
                 while done < bytes.count {
-                    let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done))
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        throw FileError("writing the partial file")
+                    switch SystemCall.result("pwrite", { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done)) }) {
+                    case .success(let n): done += n
+                    case .failure(let error): return .failure(error)
                     }
-                    done += n
                 }
-            }
+                return .success(())
+            }.get()
             at += Int64(buffer.readableBytes)
         }
-        if let writeBackFrom { reachd_start_writeback(fd, off_t(writeBackFrom), off_t(at - writeBackFrom)) }
     }
 
     /// Calls `body` with an iovec for each buffer's readable bytes, valid for the call.
@@ -93,26 +104,6 @@ struct PartialFileWriter {
         return first.withUnsafeReadableBytes { bytes in
             vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count))
             return withVectors(buffers.dropFirst(), &vectors, body)
-        }
-    }
-
-    /// Flushes the partial file `fd` to disk on a file thread; nil when done, else the job's outcome.
-    static func sync(_ fd: Int32, on pool: NIOThreadPool) async -> FetchOutcome? {
-        do {
-            try await pool.runUncancellable { guard fsync(fd) == 0 else { throw FileError("flushing the partial file") } }
-            return nil
-        } catch {
-            return .failed(reason: "failed: \(error)")
-        }
-    }
-
-    /// Empties the partial file `fd` on a file thread; nil when done, else the job's outcome.
-    static func truncate(_ fd: Int32, on pool: NIOThreadPool) async -> FetchOutcome? {
-        do {
-            try await pool.runUncancellable { guard ftruncate(fd, 0) == 0 else { throw FileError("truncating the partial file") } }
-            return nil
-        } catch {
-            return .failed(reason: "failed: \(error)")
         }
     }
 }

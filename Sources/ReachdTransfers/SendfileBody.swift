@@ -56,19 +56,18 @@ final class SendfileBody: Sendable {
         }
     }
 
-    /// The body of the file `fd` (`size` bytes) between `prefix` and `suffix`. `requestEnded()` must be called
-    /// when the request is over.
-    init(prefix: [UInt8], fd: Int32, size: Int64, suffix: [UInt8], delimiter: [UInt8]?, pool: NIOThreadPool,
-         eventLoop: any EventLoop) throws {
-        let forRegions = dup(fd)
+    /// The body of `file` (`file.size` bytes) between `prefix` and `suffix`, read on its file threads through
+    /// descriptors of its own. `requestEnded()` must be called when the request is over.
+    init(prefix: [UInt8], file: FileToSend, suffix: [UInt8], delimiter: [UInt8]?, eventLoop: any EventLoop) throws {
+        let forRegions = dup(file.raw)
         guard forRegions >= 0 else { throw FileError("reading the file to upload") }
-        let forReads = dup(fd)
+        let forReads = dup(file.raw)
         guard forReads >= 0 else {
             close(forRegions)
             throw FileError("reading the file to upload")
         }
         (self.prefix, self.size, self.suffix, self.delimiter, self.pool, self.eventLoop) =
-            (prefix, size, suffix, delimiter, pool, eventLoop)
+            (prefix, file.size, suffix, delimiter, file.threads, eventLoop)
         (written, writtenCounts) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         (regions, reads) = (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: forRegions), forReads)
     }

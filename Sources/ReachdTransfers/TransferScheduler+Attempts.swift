@@ -1,8 +1,5 @@
 import ReachdModel
 import ReachdTransferModel
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One transfer attempt: the fetcher runs it, tells its progress, and its outcome goes to the job's machine.
 extension TransferScheduler {
@@ -13,28 +10,25 @@ extension TransferScheduler {
             return
         }
         let outcome = job.kind == .upload ? await sendUpload(job) : await download(job)
-        let partialSize = job.kind == .download ? await files.partialSize(of: job) : 0
+        let partialSize = job.kind == .download ? await PartialFile.size(of: job, files: files) : 0
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
     }
 
     /// A download into the partial file, from what it holds.
     private func download(_ job: Job) async -> FetchOutcome {
-        let fd: Int32
+        let file: PartialFile
         do {
-            fd = try await files.openPartial(for: job)
+            file = try await PartialFile.open(for: job, files: files)
         } catch {
             return .failed(reason: "failed: \(error)")
         }
-        var info = stat()
-        let offset = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
-        let outcome = await fetcher.fetch(job, fd: fd, offset: offset, credentials: await credentials(for: job), observer: self)
-        close(fd)
-        return outcome
+        let offset = (try? await file.size()) ?? 0
+        return await fetcher.fetch(job, into: file, offset: offset, credentials: await credentials(for: job), observer: self)
     }
 
     /// An upload: the file opened as its owner, sent whole.
     private func sendUpload(_ job: Job) async -> FetchOutcome {
-        let source: (fd: Int32, size: Int64)
+        let source: FileToSend
         do {
             source = try await files.openForReading(job.output)
         } catch {
@@ -43,9 +37,7 @@ extension TransferScheduler {
         feed(.uploadOpened(size: source.size), to: job.id)
         var current = machines[job.id]?.job ?? job
         current.bytesTotal = source.size
-        let outcome = await fetcher.upload(current, fd: source.fd, size: source.size, credentials: await credentials(for: job), observer: self)
-        close(source.fd)
-        return outcome
+        return await fetcher.upload(current, file: source, credentials: await credentials(for: job), observer: self)
     }
 
     /// The job's credentials, read for each request; never stored.

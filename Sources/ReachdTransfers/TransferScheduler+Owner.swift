@@ -48,9 +48,8 @@ extension TransferScheduler {
 
     /// A file operation's failure as the client sees it: permissions (with the way out the instance offers), or a
     /// path that cannot be used.
-    private func refusal(_ error: any Error) -> ProtocolError {
-        guard let error = error as? FileError else { return ProtocolError(.internalError, "\(error)") }
-        let hint = settings.access.fileRefusalHint(errno: error.errno)
+    private func refusal(_ error: FileError) -> ProtocolError {
+        let hint = settings.access.fileRefusalHint(errno: error.errno?.rawValue ?? 0)
         return ProtocolError(error.isPermission ? .permissionDenied : .invalidOutput, "\(error)\(hint)")
     }
 

@@ -82,7 +82,7 @@ actor TransferScheduler: FetchObserver {
         nextSequence = (stored.map(\.sequence).max() ?? 0) + 1
         for job in stored {
             var machine = JobMachine(job, rules: settings.rules)
-            let partialSize = job.state.isTerminal ? 0 : await files.partialSize(of: job)
+            let partialSize = job.state.isTerminal ? 0 : await PartialFile.size(of: job, files: files)
             _ = machine.handle(.recovered(partialSize: partialSize), at: moment())
             machines[job.id] = machine
         }
@@ -154,7 +154,7 @@ actor TransferScheduler: FetchObserver {
             case .verifyDigest:
                 let digest: Result<String, JobFailure>
                 do {
-                    digest = .success(try await fetcher.sha256(ofFileAt: job.partialPath, files: files))
+                    digest = .success(try await files.sha256(ofFileAt: job.partialPath))
                 } catch {
                     digest = .failure(JobFailure("\(error)"))
                 }
@@ -162,7 +162,7 @@ actor TransferScheduler: FetchObserver {
             case .moveIntoPlace:
                 var failure: JobFailure?
                 do {
-                    try await files.moveIntoPlace(job)
+                    try await PartialFile.existing(for: job, files: files).moveIntoPlace(at: job.output)
                 } catch {
                     failure = JobFailure("\(error)")
                 }

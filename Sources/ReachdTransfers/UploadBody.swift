@@ -16,15 +16,17 @@ struct UploadBody: AsyncSequence, Sendable {
     struct BoundaryInFile: Error {}
 
     let prefix: [UInt8]
-    let fd: Int32
-    let size: Int64
+    /// Read on its file threads; held until the body is done.
+    let file: FileToSend
     let suffix: [UInt8]
     let delimiter: [UInt8]?
-    let pool: NIOThreadPool
     /// Told the file bytes handed over so far.
     let progress: @Sendable (Int64) async -> Void
 
     static let pieceBytes = 1 << 20
+
+    /// The file's bytes in the body.
+    var size: Int64 { file.size }
 
     func makeAsyncIterator() -> Iterator { Iterator(body: self) }
 
@@ -48,11 +50,11 @@ struct UploadBody: AsyncSequence, Sendable {
             }
             if offset < body.size {
                 let count = Int(Swift.min(Int64(UploadBody.pieceBytes), body.size - offset))
-                let fd = body.fd, at = offset, scanner = self.scanner
-                let (piece, scanned) = try await body.pool.runIfActive { () throws -> (ByteBuffer, DelimiterScanner?) in
+                let file = body.file, at = offset, scanner = self.scanner
+                let (piece, scanned) = try await file.threads.runIfActive { () throws -> (ByteBuffer, DelimiterScanner?) in
                     var buffer = ByteBuffer()
                     try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
-                        let n = pread(fd, raw.baseAddress, count, off_t(at))
+                        let n = pread(file.raw, raw.baseAddress, count, off_t(at))
                         guard n > 0 else { throw n == 0 ? FileError.fileToUploadGotShorter : FileError("reading the file to upload") }
                         return n
                     }

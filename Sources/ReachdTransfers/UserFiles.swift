@@ -1,66 +1,74 @@
 import NIOPosix
+import ReachdSystem
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A file operation failed; `description` is shown to the client or in the job's reason.
-public struct FileError: Error, CustomStringConvertible, Sendable {
-    public var errno: Int32
-    public var description: String
+package struct FileError: Error, CustomStringConvertible, Sendable {
+    /// What the kernel said; nil for a failure it did not report.
+    package var errno: Errno?
+    package var description: String
 
-    /// `what` failed with `errno`; 0 for a failure the kernel did not report.
-    init(_ what: String, errno: Int32 = Glibc.errno) {
-        self.errno = errno
-        self.description = errno == 0 ? what : "\(what): \(String(cString: strerror(errno)))"
+    /// `what` failed with `errno` (by default the calling thread's `errno` now; 0 counts as not reported).
+    init(_ what: String, errno: Errno? = .current) {
+        self.errno = errno?.rawValue == 0 ? nil : errno
+        self.description = self.errno.map { "\(what): \($0)" } ?? what
     }
 
-    /// The file being uploaded ends before the length the request announced.
-    static var fileToUploadGotShorter: FileError { FileError("the file to upload got shorter", errno: 0) }
+    /// `what` failed because `error`'s call did.
+    init(_ what: String, _ error: SystemCallError) { self.init(what, errno: error.errno) }
 
-    var isPermission: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
-    var isDiskFull: Bool { errno == ENOSPC || errno == EDQUOT }
+    /// The file being uploaded ends before the length the request announced.
+    static var fileToUploadGotShorter: FileError { FileError("the file to upload got shorter", errno: nil) }
+
+    var isPermission: Bool { errno.map { [EACCES, EPERM, EROFS].contains($0.rawValue) } ?? false }
+    var isDiskFull: Bool { errno.map { [ENOSPC, EDQUOT].contains($0.rawValue) } ?? false }
 }
 
-/// Creates, opens, renames and removes job files on one file thread, as the daemon's own user: a per-user
+/// Creates, opens, renames and removes job files on the file threads, as the daemon's own user: a per-user
 /// instance is the user, so the kernel decides (permissions, ACLs, read-only mounts) exactly as for them; the
 /// system instance writes only where its administrator has granted its user. Nothing switches identity.
 /// Files inside `guarded` directories (the job table, the offline cache) are refused, so that no client can
-/// have the daemon upload, checksum or overwrite what it keeps for other clients.
+/// have the daemon upload, checksum or overwrite what it keeps for other clients. Every blocking call on a
+/// file (the partial files' writes and flushes, the uploads' reads, digests) runs on these threads.
 public final class UserFiles: Sendable {
-    private let pool: NIOThreadPool
+    /// The file threads.
+    let threads: NIOThreadPool
     private let guarded: [String]
 
     public init(guarded: [String]) {
         self.guarded = guarded.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
-        pool = NIOThreadPool(numberOfThreads: 1)
-        pool.start()
+        threads = NIOThreadPool(numberOfThreads: 2)
+        threads.start()
     }
 
-    public func shutdown() async { try? await pool.shutdownGracefully() }
+    public func shutdown() async { try? await threads.shutdownGracefully() }
 
-    /// Runs `body` on the file thread.
-    func run<T: Sendable>(_ body: @Sendable @escaping () throws -> T) async throws -> T {
-        try await pool.runUncancellable(body)
+    /// Runs `body` on the file threads, waited for even in a cancelled task.
+    func run<T: Sendable>(_ body: @Sendable @escaping () throws(FileError) -> T) async throws(FileError) -> T {
+        do {
+            return try await threads.runUncancellable(body)
+        } catch let error as FileError {
+            throw error
+        } catch {
+            throw FileError("the file threads have stopped: \(error)", errno: nil)
+        }
     }
 
     /// `openRegular`, refusing what lies in a guarded directory (checked on the open descriptor, whatever
     /// symbolic links led there).
-    func open(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws -> Int32 {
-        let fd = try Self.openRegular(path, flags, mode: mode, failure: failure())
-        do {
-            try refuseIfGuarded(fd, named: path)
-        } catch {
-            close(fd)
-            throw error
-        }
-        return fd
+    func open(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws(FileError) -> OwnedDescriptor {
+        let file = try Self.openRegular(path, flags, mode: mode, failure: failure())
+        try refuseIfGuarded(file.raw, named: path)
+        return file
     }
 
     /// Throws when the open file or directory `fd` is a guarded directory or lies inside one.
-    private func refuseIfGuarded(_ fd: Int32, named path: String) throws {
+    func refuseIfGuarded(_ fd: Int32, named path: String) throws(FileError) {
         guard let actual = Self.path(of: fd), guarded.contains(where: { (actual + "/").hasPrefix($0) }) else { return }
-        throw FileError("\(path) is inside reachd-transfers' own state or cache directory", errno: EACCES)
+        throw FileError("\(path) is inside reachd-transfers' own state or cache directory", errno: Errno(EACCES))
     }
 
     /// The path the kernel has for an open descriptor.
@@ -72,44 +80,44 @@ public final class UserFiles: Sendable {
     }
 
     /// Opens `path` without blocking and only if it is a regular file: a FIFO, device or directory would
-    /// block the file thread (and with it every job's file operations) or is no file to transfer.
+    /// block a file thread (and with it other jobs' file operations) or is no file to transfer.
     /// The descriptor is returned in blocking mode.
-    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws -> Int32 {
-        let fd = Glibc.open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw FileError(failure()) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
-            throw FileError("\(path) is not a regular file (a FIFO, device or directory cannot be read or written by a transfer)", errno: EINVAL)
+    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws(FileError) -> OwnedDescriptor {
+        let file: OwnedDescriptor
+        do throws(SystemCallError) {
+            file = try OwnedDescriptor.open(path, flags | O_NONBLOCK | O_NOCTTY, mode: mode)
+        } catch {
+            throw FileError(failure(), error)
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return fd
+        guard size(of: file, regularOnly: true) != nil else {
+            throw FileError("\(path) is not a regular file (a FIFO, device or directory cannot be read or written by a transfer)",
+                            errno: Errno(EINVAL))
+        }
+        _ = fcntl(file.raw, F_SETFL, fcntl(file.raw, F_GETFL) & ~O_NONBLOCK)
+        return file
+    }
+
+    /// The size of an open file (`fstat`); nil when it cannot be measured or, with `regularOnly`, is no regular file.
+    static func size(of file: borrowing OwnedDescriptor, regularOnly: Bool = false) -> Int64? {
+        var info = stat()
+        guard (try? SystemCall.retrying("fstat", { fstat(file.raw, &info) })) != nil,
+              !regularOnly || (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
     }
 
     /// Checks that `job.output` can be created, by creating its (empty) partial file next to it.
-    func createPartial(for job: Job) async throws {
-        try await run {
+    func createPartial(for job: Job) async throws(FileError) {
+        try await run { () throws(FileError) in
             var info = stat()
             if stat(job.output, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-                throw FileError("\(job.output) is a directory", errno: EISDIR)
+                throw FileError("\(job.output) is a directory", errno: Errno(EISDIR))
             }
-            let fd = try self.open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
-                                   failure: "cannot create \(job.partialPath)")
-            close(fd)
+            _ = try self.open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
+                              failure: "cannot create \(job.partialPath)")
         }
     }
 
-    /// Opens the partial file for writing (creating it if it went missing); the caller closes the descriptor.
-    func openPartial(for job: Job) async throws -> Int32 {
-        try await run {
-            try self.open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644, failure: "cannot open \(job.partialPath)")
-        }
-    }
-
-    /// Size of the partial file, 0 when it is missing.
-    func partialSize(of job: Job) async -> Int64 { await size(of: job.partialPath) }
-
-    /// Size of the file at `path`, 0 when it is missing.
+    /// Size of the file at `path` (a job's output), 0 when it is missing.
     func size(of path: String) async -> Int64 {
         (try? await run {
             var info = stat()
@@ -117,18 +125,13 @@ public final class UserFiles: Sendable {
         }) ?? 0
     }
 
-    /// Creates (truncating) one of the daemon's own files (the offline cache's) with exactly `mode`; the caller closes the descriptor.
-    func create(_ path: String, mode: mode_t) async throws -> Int32 {
-        try await run {
-            let fd = try Self.openRegular(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode, failure: "cannot create \(path)")
-            fchmod(fd, mode)
-            return fd
-        }
-    }
-
-    func rename(_ path: String, to target: String) async throws {
-        try await run {
-            guard Glibc.rename(path, target) == 0 else { throw FileError("cannot rename \(path) to \(target)") }
+    /// Creates (truncating) one of the daemon's own files (the offline cache's) with exactly `mode`, to be written
+    /// and moved into place.
+    func create(_ path: String, mode: mode_t) async throws(FileError) -> PartialFile {
+        try await run { () throws(FileError) in
+            let file = try Self.openRegular(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode, failure: "cannot create \(path)")
+            fchmod(file.raw, mode)
+            return PartialFile(path: path, descriptor: file, files: self, isClients: false)
         }
     }
 
@@ -137,53 +140,32 @@ public final class UserFiles: Sendable {
         _ = try? await run { unlink(path) }
     }
 
-    /// Opens a regular file for reading; the caller closes the descriptor.
-    func openForReading(_ path: String) async throws -> (fd: Int32, size: Int64) {
-        try await run {
-            let fd = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
-            var info = stat()
-            fstat(fd, &info)
-            return (fd, Int64(info.st_size))
+    /// Opens a regular file for an upload.
+    func openForReading(_ path: String) async throws(FileError) -> FileToSend {
+        try await run { () throws(FileError) in
+            let file = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
+            let size = Self.size(of: file) ?? 0
+            return FileToSend(descriptor: file, size: size, threads: self.threads)
         }
     }
 
     /// The size of a regular file the daemon may read (checked by opening it).
-    func readableSize(of path: String) async throws -> Int64 {
-        let source = try await openForReading(path)
-        close(source.fd)
-        return source.size
+    func readableSize(of path: String) async throws(FileError) -> Int64 {
+        try await openForReading(path).size
     }
 
-    /// A small text file (at most 1 MiB).
-    func read(_ path: String) async throws -> String {
-        try await run {
-            let fd = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
-            defer { close(fd) }
-            var bytes = [UInt8](repeating: 0, count: 1 << 20)
-            var count = 0
-            while count < bytes.count {
-                let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { break }
-                count += n
-            }
-            return String(decoding: bytes.prefix(count), as: UTF8.self)
+    /// A small text file (at most 1 MiB), read with `SmallFile`'s loop.
+    func read(_ path: String) async throws(FileError) -> String {
+        try await run { () throws(FileError) in
+            let file = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
+            return String(decoding: SmallFile.bytes(of: file, limit: 1 << 20).prefix(1 << 20), as: UTF8.self)
         }
     }
 
-    /// Moves the finished partial file over the output in one step, within the output's directory as opened
-    /// (and checked not to be guarded), then makes the rename durable.
-    func moveIntoPlace(_ job: Job) async throws {
-        try await run {
-            let slash = job.output.lastIndex(of: "/")!
-            let directory = String(job.output[..<slash]), name = String(job.output[job.output.index(after: slash)...])
-            let partialName = String(job.partialPath[job.partialPath.index(after: job.partialPath.lastIndex(of: "/")!)...])
-            let fd = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileError("cannot open the directory of \(job.output)") }
-            defer { close(fd) }
-            try self.refuseIfGuarded(fd, named: job.output)
-            guard renameat(fd, partialName, fd, name) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
-            fsync(fd)
+    /// Lowercase hex SHA-256 of a file the daemon may read (a download's partial file, to check it).
+    func sha256(ofFileAt path: String) async throws(FileError) -> String {
+        try await run { () throws(FileError) in
+            try FileDigest.sha256(of: try self.open(path, O_RDONLY, failure: "cannot read \(path)"))
         }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import ReachdClient
 import ReachdModel
 import ReachdProtocol
+import ReachdSystem
 import ReachdTransferModel
 import ReachdTransferProtocol
 #if canImport(Glibc)
@@ -61,9 +62,8 @@ extension Reachctl {
             defer { if target != 1 { close(target) } }
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             while true {
-                let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { break }
+                let read = buffer.withUnsafeMutableBytes { space in SystemCall.result("read") { Glibc.read(input, space.baseAddress, space.count) } }
+                guard let n = try? read.get(), n > 0 else { break }
                 var done = 0
                 while done < n {
                     let w = buffer.withUnsafeBytes { write(target, $0.baseAddress! + done, n - done) }

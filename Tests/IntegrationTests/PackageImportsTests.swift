@@ -2,7 +2,8 @@ import Foundation
 import XCTest
 
 /// Package.swift declares every module a target imports and nothing it does not, and no import runs against
-/// the layers in docs/architecture.md (Tests/Support/check_imports.py says which).
+/// the layers in docs/architecture.md, and no Swift file outside Sources/ReachdSystem handles EINTR itself instead of
+/// through `SystemCall.retrying` (Tests/Support/check_imports.py says which).
 final class PackageImportsTests: XCTestCase {
     func testEveryImportIsDeclaredAndFollowsTheLayers() throws {
         let check = try checkImports()

@@ -4,7 +4,9 @@ its declared dependencies (or the system's), and every declared dependency is im
 that the layers point one way: a module in docs/architecture.md's table imports only the project modules its
 row allows, and what those may import in turn. And that the light libraries stay light: nothing the Swift
 libraries for apps reach through Package.swift comes from a package but swift-log, or is a daemon's or the
-transfers' module (docs/architecture.md, "Rules the graph keeps").
+transfers' module (docs/architecture.md, "Rules the graph keeps"). And that system calls that can be interrupted
+go through ReachdSystem's one funnel (`SystemCall.retrying`): no Swift file under Sources/ outside
+Sources/ReachdSystem mentions EINTR (a hand-written retry loop).
 
 usage: check_imports.py [--light-only] PACKAGE_JSON PACKAGE_DIR   (PACKAGE_JSON: `swift package dump-package`)
 Prints one line per problem and exits 1 if there is any; prints "imports: N targets checked" (with --light-only:
@@ -78,6 +80,29 @@ def heavy_reach(package):
     return problems
 
 
+# The one module that may handle EINTR itself: the system-call funnel lives there.
+FUNNEL_MODULE = os.path.join("Sources", "ReachdSystem")
+EINTR = re.compile(r"\bEINTR\b")
+
+
+def interrupted_calls(base):
+    """Each Swift file under Sources/, outside FUNNEL_MODULE, that mentions EINTR, as a problem."""
+    problems = []
+    for root, _, files in os.walk(os.path.join(base, "Sources")):
+        relative = os.path.relpath(root, base)
+        if relative == FUNNEL_MODULE or relative.startswith(FUNNEL_MODULE + os.sep):
+            continue
+        for name in sorted(files):
+            if name.endswith(".swift"):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as source:
+                    for number, line in enumerate(source, 1):
+                        if EINTR.search(line):
+                            problems.append(f"{os.path.relpath(path, base)}:{number}: mentions EINTR; retry interrupted calls "
+                                            "with SystemCall.retrying (ReachdSystem), as docs/architecture.md says")
+    return problems
+
+
 def imports(directory):
     found = {}
     for root, _, files in os.walk(directory):
@@ -127,6 +152,7 @@ def main():
                 if module in may_import and module != target["name"] and module not in may_import[target["name"]]:
                     problems.append(f"{target['name']}: imports {module} ({os.path.relpath(path, base)}), against the layers in docs/architecture.md")
     problems += heavy_reach(package)
+    problems += interrupted_calls(base)
     for problem in problems:
         print(problem)
     if problems:
