@@ -217,12 +217,12 @@ private struct Bell: ~Copyable, Sendable {
     /// Waits until the bell rang or `milliseconds` passed (-1: forever).
     func wait(milliseconds: Int32) {
         let deadline = MonotonicClock.seconds() + Double(milliseconds) / 1000
-        while true {
-            let left = milliseconds < 0 ? -1 : Int32(max(0, ((deadline - MonotonicClock.seconds()) * 1000).rounded(.up)))
-            var entry = pollfd(fd: readEnd.raw, events: Int16(POLLIN), revents: 0)
-            if poll(&entry, 1, left) < 0 && errno == EINTR { continue }
-            return
+        // The milliseconds left, worked out again after an interrupted poll.
+        func left() -> Int32 {
+            milliseconds < 0 ? -1 : Int32(max(0, ((deadline - MonotonicClock.seconds()) * 1000).rounded(.up)))
         }
+        var entry = pollfd(fd: readEnd.raw, events: Int16(POLLIN), revents: 0)
+        _ = try? SystemCall.retrying("poll") { poll(&entry, 1, left()) }
     }
 }
 
