@@ -62,7 +62,8 @@ let package = Package(
         .target(name: "ReachdProtocol", dependencies: ["ReachdModel"]),
         // reachd-transfers' wire protocol on the same framing: its requests, replies and job lines. Pure.
         .target(name: "ReachdTransferProtocol", dependencies: ["ReachdProtocol", "ReachdTransferModel"]),
-        // glibc's malloc_trim, which Swift's Glibc module does not export.
+        // glibc's malloc_trim and mallopt, which Swift's Glibc module does not export, and the read-only pages of the
+        // loaded objects (dl_iterate_phdr) unmapped once a daemon serves.
         .target(name: "CReachdMemory"),
         // glibc's sync_file_range (the download writer) and memmem (the multipart boundary check), declared only
         // under _GNU_SOURCE.
@@ -92,7 +93,7 @@ let package = Package(
         .target(
             name: "ReachdServiceKit",
             dependencies: [
-                "ReachdConfig", "ReachdSystem", "CSystemd",
+                "ReachdConfig", "ReachdSystem", "CSystemd", "CReachdMemory",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -242,7 +243,7 @@ let package = Package(
         .testTarget(
             name: "ReachdServiceKitTests",
             dependencies: [
-                "ReachdServiceKit",
+                "ReachdServiceKit", "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

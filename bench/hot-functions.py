@@ -5,12 +5,15 @@ The kernel maps a program's code in 64 KiB blocks around each page it touches (f
 thinly over the binary costs resident memory far beyond its size: an idle reachd ran about 1.3 MB of code
 and had 9 to 10 MB of its text resident. Laid out together (the linker's --symbol-ordering-file, with every
 function in a section of its own), that code takes fewer blocks: `make deb` compiles every function into a section of its own and hands this
-file to the linker (gold's --section-ordering-file), which puts these sections first.
+file to the linker (gold's --section-ordering-file), which puts these sections first. Once serving, a daemon
+unmaps the code its start-up ran (StartupPages), so what stays resident is the code it runs after start-up:
+that comes first, then the code only start-up ran.
 
 This runs each daemon of BIN under valgrind's callgrind (a copy without debug information, which valgrind
 cannot always read) through the work an idle daemon does: start-up, a client's request, a link flap and a
-route change. It lists every function that ran, by its symbol name, the first run first, and writes the
-union for reachd and reachd-transfers, as section names. Needs root (a network namespace) and valgrind.
+route change. It lists every function that ran, by its symbol name: those that ran after start-up (a
+callgrind dump splits the profile once the daemon idles after start) before those that ran only in it, each
+group the first run first, and writes the union for reachd and reachd-transfers, as section names. Needs root (a network namespace) and valgrind.
 Usage: bench/hot-functions.py BIN [OUTPUT]   (BIN: make deb's build, .build-deb/swift/release)
 """
 import os
@@ -64,7 +67,29 @@ def symbols(binary):
     return table
 
 
+def settle(pid, seconds=120):
+    """Waits until `pid` has used no CPU for a second: start-up is over and the daemon idles."""
+    def ticks():
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        before = ticks()
+        time.sleep(1)
+        if ticks() == before:
+            return
+    sys.exit(f"hot-functions: {pid} did not settle in {seconds} s")
+
+
+def start_up_done(daemon, user=()):
+    """Dumps the profile so far (start-up) to OUT.1 once the daemon idles; the rest goes to OUT at its exit.
+    `user`: the command that runs callgrind_control as the daemon's user (vgdb's pipes are named after it)."""
+    settle(daemon.pid)
+    run(*user, "callgrind_control", "--dump=start-up", str(daemon.pid), stdout=subprocess.DEVNULL, timeout=120)
+
+
 def profile(binary, work, namespace, scenario):
+    """The functions of `binary` that ran after start-up, and those that ran only in it."""
     name = os.path.basename(binary)
     copy = os.path.join(work, name)
     run("objcopy", "--strip-debug", binary, copy)
@@ -76,7 +101,7 @@ def profile(binary, work, namespace, scenario):
     daemon.send_signal(2)
     daemon.wait(timeout=120)
     table = symbols(copy)
-    return [table[f] for f in executed(out, name) if f in table]
+    return [[table[f] for f in executed(path, name) if f in table] for path in (out, out + ".1")]
 
 
 def main():
@@ -109,6 +134,7 @@ def main():
             daemon = subprocess.Popen(netns + grind + [f"--callgrind-out-file={out}", copy, "--socket", sock, "--bus", "none",
                                                        "--networkmanager", "none", "--state-directory", work])
             wait_for(sock)
+            start_up_done(daemon)
             run(reachctl, "status", "--socket", sock, stdout=subprocess.DEVNULL)
             flap()
             run(reachctl, "status", "--socket", sock, stdout=subprocess.DEVNULL)
@@ -125,17 +151,19 @@ def main():
                                                               "--verdicts", "netlink", "--bus", "none", "--networkmanager", "none",
                                                               "--power", "none"])
             wait_for(sock)
+            start_up_done(daemon, drop)
             run(*drop, reachctl, "download", "list", "--transfers-socket", sock, stdout=subprocess.DEVNULL)
             flap()
             run(*drop, reachctl, "download", "list", "--transfers-socket", sock, stdout=subprocess.DEVNULL)
             return daemon
 
-        order = {}
+        after_start_up, in_start_up = {}, {}
         for name, scenario in (("reachd", reachd), ("reachd-transfers", transfers)):
-            functions = profile(os.path.join(binaries, name), work, namespace, scenario)
-            print(f"{name}: {len(functions)} functions ran", file=sys.stderr)
-            for function in functions:
-                order.setdefault(function, None)
+            after, start_up = profile(os.path.join(binaries, name), work, namespace, scenario)
+            print(f"{name}: {len(after)} functions ran after start-up, {len(start_up)} in it", file=sys.stderr)
+            after_start_up.update(dict.fromkeys(after))
+            in_start_up.update(dict.fromkeys(start_up))
+        order = after_start_up | in_start_up
         with open(output, "w") as file:
             file.write("".join(f".text.{function}\n" for function in order))
         print(f"{output}: {len(order)} symbols", file=sys.stderr)
