@@ -224,6 +224,7 @@ public final class SubscribeReader: Sendable {
                 lastReport.withLock { $0 = error }
                 hand { handlers.unreachable(error) }
             case .announceConnected:
+                lastReport.withLock { $0 = nil }
                 hand { handlers.connected?(self) }
             case .deliver:
                 lastReport.withLock { $0 = nil }
