@@ -57,6 +57,9 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         var retryingRefused = false
         var stopped = false
 
+        /// The plan's connections open now (not those a step is still opening).
+        var open: [Int] { connections.filter { readers[$0.key] != nil }.map(\.value) }
+
         /// The reader of the plan's `connection`.
         func reader(of connection: Int) -> Int? {
             connections.first { $0.value == connection }?.key
@@ -136,7 +139,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
             let known = state.withLock { state -> (StampedVerdict?, Int?) in
                 if let latest = state.latest[host] { return (latest, nil) }
                 if let placeholder = placeholder(for: host, in: &state) { return (placeholder, nil) }
-                return (nil, state.connections.values.min())
+                return (nil, state.open.min())
             }
             if let verdict = known.0 { return verdict }
             answer = await request(Request(op: .status, hosts: [host]), on: known.1 ?? -1)
@@ -158,7 +161,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         guard Request.isValidHost(host) else {
             return Self.stamp(Self.unjudged(host, "no verdict: reachd judges only names and addresses of 1 to 253 letters, digits and .-_:%"), in: &state)
         }
-        if state.connections.isEmpty { return Self.stamp(Self.noVerdict(for: host, path: path), in: &state) }
+        if state.open.isEmpty { return Self.stamp(Self.noVerdict(for: host, path: path), in: &state) }
         return state.plan.refused[host].map { Self.stamp(Self.unjudged(host, "no verdict: reachd refused it: \($0)"), in: &state) }
     }
 
