@@ -9,6 +9,7 @@ import Glibc
 /// reachd's `subscribe` stream, read on a thread of its own: the one reader every client of the stream uses.
 /// `open` connects, subscribes and hands the current verdicts on before it returns; the thread then hands on
 /// every event, and when reachd goes away or refuses, does what `SubscribeMachine` says (end, or connect again).
+/// `connect` is for an owner that sends its own requests on the connection (reachd-transfers, over several).
 /// Once `stop` returned, nothing more is handed on.
 public final class SubscribeReader: Sendable {
     /// What is handed on: verdicts, or why they stopped coming; for an owner of its requests (`connect`), each
