@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "ReachdTransfers",
             dependencies: [
-                "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTransferModel", "ReachdTransferProtocol", "ReachdMonitor",
+                "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdClient", "ReachdTransferModel", "ReachdTransferProtocol", "ReachdMonitor",
                 "ReachdMetrics", "ReachdServiceKit", "ReachdSystem", "CReachdFiles", "CReachdBus", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

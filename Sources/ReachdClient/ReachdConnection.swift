@@ -49,7 +49,7 @@ public final class ReachdConnection {
     /// The daemon at the other end, as errors name it.
     public let daemon: ServingDaemon
     private let fd: Int32
-    private var framer = LineFramer(maximumLineLength: 1 << 20)
+    private var framer: LineFramer
     /// Lines read and not yet returned: `lines[linesReturned...]` (a batch of a thousand events is not
     /// shifted down once per line).
     private var lines: [[UInt8]] = []
@@ -57,9 +57,11 @@ public final class ReachdConnection {
     /// Event lines read while waiting for a reply, delivered before anything else.
     private var heldEvents: [[UInt8]] = []
 
-    /// Connects to the socket at `path`, where `daemon` listens.
-    public init(path: String, daemon: ServingDaemon = .reachd) throws(ClientError) {
+    /// Connects to the socket at `path`, where `daemon` listens; a reply line longer than `maximumLineLength` bytes
+    /// is malformed (1 MiB; a `subscribe` answer for 1,024 hosts takes up to 4 MiB).
+    public init(path: String, daemon: ServingDaemon = .reachd, maximumLineLength: Int = 1 << 20) throws(ClientError) {
         self.daemon = daemon
+        framer = LineFramer(maximumLineLength: max(1, maximumLineLength))
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ClientError(.io(call: "socket", errno: errno), talkingTo: daemon) }
         var address = sockaddr_un()
@@ -151,7 +153,7 @@ public final class ReachdConnection {
             for frame in framer.append(buffer.prefix(n)) {
                 switch frame {
                 case .line(let line): lines.append(line)
-                case .oversized: throw failure(.malformedReply("a reply line over 1 MiB"))
+                case .oversized: throw failure(.malformedReply("a reply line over \(framer.maximumLineLength >> 20) MiB"))
                 }
             }
         }

@@ -3,7 +3,7 @@ public enum SubscribeRetry: Sendable, Hashable {
     /// One connection: its end, or a refusal, ends the subscription (reported once).
     case never
     /// Connect again: 0.1 s after a drop, the wait doubling to 5 s while reachd stays away (back to 0.1 s once
-    /// a verdict came); a refused subscription is asked for again 5 s later. Each outage is reported once.
+    /// a verdict came, or a connection opened when `SubscribeMachine.connectionEndsOutage`); a refused subscription is asked for again 5 s later. Each outage is reported once.
     case backoff
 }
 
@@ -51,6 +51,9 @@ public struct SubscribeMachine: Sendable, Hashable {
         case reportUnreachable(ClientError)
         /// Hand the verdicts that arrived to the owner.
         case deliver
+        /// Tell the owner a connection is open (it subscribes what it needs on it): only when
+        /// `connectionEndsOutage`.
+        case announceConnected
         /// Close the connection and end.
         case stop
     }
@@ -64,14 +67,20 @@ public struct SubscribeMachine: Sendable, Hashable {
     public private(set) var phase: Phase
     /// The wait after the next drop, in milliseconds.
     public private(set) var retryDelay: Int
-    /// Whether this outage was reported (once per outage: a verdict ends it).
+    /// Whether this outage was reported (once per outage: a verdict ends it, or a connection when
+    /// `connectionEndsOutage`).
     public private(set) var reported: Bool
+    /// Whether an open connection ends an outage, before any verdict: for an owner that sends its own requests
+    /// on it (none may be due yet), told by `announceConnected`.
+    public let connectionEndsOutage: Bool
 
-    public init(retry: SubscribeRetry, phase: Phase = .idle, retryDelay: Int = SubscribeMachine.firstRetry, reported: Bool = false) {
+    public init(retry: SubscribeRetry, phase: Phase = .idle, retryDelay: Int = SubscribeMachine.firstRetry, reported: Bool = false,
+                connectionEndsOutage: Bool = false) {
         self.retry = retry
         self.phase = phase
         self.retryDelay = retryDelay
         self.reported = reported
+        self.connectionEndsOutage = connectionEndsOutage
     }
 
     /// Takes `event`; the actions to carry out, in order.
@@ -85,6 +94,11 @@ public struct SubscribeMachine: Sendable, Hashable {
         case (.idle, .start), (.waiting, .timerFired):
             phase = .connecting
             return [.connect]
+        case (.connecting, .connected) where connectionEndsOutage:
+            phase = .subscribed
+            retryDelay = Self.firstRetry
+            reported = false
+            return [.announceConnected]
         case (.connecting, .connected):
             phase = .subscribing
             return []

@@ -9,12 +9,16 @@ import Glibc
 /// reachd's `subscribe` stream, read on a thread of its own: the one reader every client of the stream uses.
 /// `open` connects, subscribes and hands the current verdicts on before it returns; the thread then hands on
 /// every event, and when reachd goes away or refuses, does what `SubscribeMachine` says (end, or connect again).
+/// `connect` is for an owner that sends its own requests on the connection (reachd-transfers, over several).
 /// Once `stop` returned, nothing more is handed on.
 public final class SubscribeReader: Sendable {
-    /// What is handed on: verdicts, or why they stopped coming.
+    /// What is handed on: verdicts, or why they stopped coming; for an owner of its requests (`connect`), each
+    /// connection and the answers to its requests.
     public struct Handlers: Sendable {
         let verdicts: @Sendable ([StampedVerdict]) -> Void
         let unreachable: @Sendable (ClientError) -> Void
+        var connected: (@Sendable (SubscribeReader) -> Void)?
+        var replies: (@Sendable (Reply) -> Void)?
 
         /// `verdicts` gets the current verdicts, then each event's; `unreachable` why reachd's verdicts are not
         /// coming (once per outage).
@@ -22,12 +26,26 @@ public final class SubscribeReader: Sendable {
             self.verdicts = verdicts
             self.unreachable = unreachable
         }
+
+        /// For `connect`: also `connected`, told of each connection opened (the owner subscribes what it needs on
+        /// it), and `replies`, every answer that is not an event (to the owner's requests, matched by their ids).
+        public init(verdicts: @escaping @Sendable ([StampedVerdict]) -> Void, unreachable: @escaping @Sendable (ClientError) -> Void,
+                    connected: @escaping @Sendable (SubscribeReader) -> Void, replies: @escaping @Sendable (Reply) -> Void) {
+            self.init(verdicts: verdicts, unreachable: unreachable)
+            self.connected = connected
+            self.replies = replies
+        }
     }
 
     private let path: String
     private let daemon: ServingDaemon
-    private let request: Request
+    /// What is sent on each connection; nil for an owner that sends its own requests.
+    private let request: Request?
+    /// The longest reply line taken: an owner's `subscribe` of `Request.maximumHosts` hosts is answered in one.
+    private var maximumLineLength: Int { request == nil ? 1 << 22 : 1 << 20 }
     private let handlers: Handlers
+    /// Held while an owner's request is sent, so that two are not interleaved.
+    private let sending = Mutex(())
     /// The open connection's descriptor, and whether the reader was stopped.
     private let socket = Mutex(SubscriptionSocket())
     private let stopping = Atomic<Bool>(false)
@@ -42,7 +60,7 @@ public final class SubscribeReader: Sendable {
     /// Why verdicts stopped coming (the last report; nil once they come again), for `waitUntilStopped`.
     private let lastReport = Mutex<ClientError?>(nil)
 
-    private init(path: String, daemon: ServingDaemon, request: Request, handlers: Handlers) throws(ClientError) {
+    private init(path: String, daemon: ServingDaemon, request: Request?, handlers: Handlers) throws(ClientError) {
         self.path = path
         self.daemon = daemon
         self.request = request
@@ -64,21 +82,69 @@ public final class SubscribeReader: Sendable {
         _ = machine.handle(.connected)
         let first: [StampedVerdict]
         do {
-            first = try connection.verdicts(for: reader.request, timeout: timeout)
+            first = try connection.verdicts(for: Request(op: .subscribe, hosts: hosts), timeout: timeout)
         } catch {
             reader.socket.withLock { $0.closing() }
             throw error
         }
         _ = machine.handle(.verdicts)
         reader.hand { handlers.verdicts(first) }
-        let handed = Handover(connection: connection, machine: machine)
+        try reader.startThread(Handover(connection: connection, machine: machine, pending: []))
+        return reader
+    }
+
+    /// Connects to the socket at `path` and subscribes to nothing: the owner sends its requests (`send`) and gets
+    /// their answers through `handlers.replies`, the events through `handlers.verdicts`. `handlers.connected` is
+    /// told of each connection (the first before this returns), `handlers.unreachable` of each one lost; connects
+    /// again as `SubscribeRetry.backoff` says, a connection ending the outage. With `firstMustConnect`, throws when
+    /// the first connection fails; else that one is tried on the reader's thread too.
+    public static func connect(path: String, daemon: ServingDaemon = .reachd, firstMustConnect: Bool,
+                               handlers: Handlers) throws(ClientError) -> SubscribeReader {
+        let reader = try SubscribeReader(path: path, daemon: daemon, request: nil, handlers: handlers)
+        var machine = SubscribeMachine(retry: .backoff, connectionEndsOutage: true)
+        var pending = machine.handle(.start)
+        var first: ReachdConnection?
+        if firstMustConnect {
+            let connection = try ReachdConnection(path: path, daemon: daemon, maximumLineLength: reader.maximumLineLength)
+            _ = reader.socket.withLock { $0.opened(connection.fileDescriptor) }
+            pending = []
+            if machine.handle(.connected).contains(.announceConnected) { reader.hand { handlers.connected?(reader) } }
+            first = connection
+        }
+        try reader.startThread(Handover(connection: first, machine: machine, pending: pending))
+        return reader
+    }
+
+    private func startThread(_ handed: Handover) throws(ClientError) {
         do {
-            try DetachedThread.start { reader.run(handed.take(), handed.machine) }
+            try DetachedThread.start { self.run(handed.take(), handed.machine, handed.pending) }
         } catch {
-            reader.socket.withLock { $0.closing() }
+            socket.withLock { $0.closing() }
             throw ClientError(.io(call: error.call, errno: error.errno.rawValue), talkingTo: daemon)
         }
-        return reader
+    }
+
+    /// Sends `request` on the connection open now (for an owner of its requests); `.closed` when none is open,
+    /// or it ends first.
+    public func send(_ request: Request) throws(ClientError) {
+        let bytes = request.encodedLine()
+        try sending.withLock { _ throws(ClientError) in
+            // A copy of the descriptor: the reader may close its own meanwhile; `stop` shuts the socket down.
+            let fd = socket.withLock { $0.descriptor.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? -1 }
+            guard fd >= 0 else { throw ClientError(.closed, talkingTo: daemon) }
+            defer { close(fd) }
+            var offset = 0
+            while offset < bytes.count {
+                do throws(SystemCallError) {
+                    offset += try bytes[offset...].withUnsafeBytes { pending in
+                        SystemCall.result("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
+                    }.get()
+                } catch {
+                    let gone = error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET)
+                    throw ClientError(gone ? .closed : .io(call: error.call, errno: error.errno.rawValue), talkingTo: daemon)
+                }
+            }
+        }
     }
 
     /// The descriptor of the connection open now; nil between connections and once it closed.
@@ -106,10 +172,10 @@ public final class SubscribeReader: Sendable {
     // MARK: The thread
 
     /// Carries out the machine's actions; reads the connection while there are none.
-    private func run(_ first: ReachdConnection?, _ start: SubscribeMachine) {
+    private func run(_ first: ReachdConnection?, _ start: SubscribeMachine, _ startActions: [SubscribeMachine.Action]) {
         var machine = start
         var connection: ReachdConnection? = first
-        var pending: [SubscribeMachine.Action] = []
+        var pending = startActions
         var received: [StampedVerdict] = []
         func take(_ event: SubscribeMachine.Event) {
             pending += machine.handle(stopping.load(ordering: .sequentiallyConsistent) ? .stop : event)
@@ -123,7 +189,10 @@ public final class SubscribeReader: Sendable {
             guard !pending.isEmpty else {
                 guard let open = connection else { take(.stop); continue }
                 do throws(ClientError) {
-                    switch try open.nextReply() {
+                    let reply = try open.nextReply()
+                    switch reply {
+                    case .event(let verdict)? where request == nil: received = [verdict]; take(.verdicts)
+                    case let reply? where request == nil: hand { handlers.replies?(reply) }
                     case .subscribed(_, let verdicts)?: received = verdicts; take(.verdicts)
                     case .event(let verdict)?: received = [verdict]; take(.verdicts)
                     case .error(let error)?: take(.refused(open.failure(.refused(error))))
@@ -137,10 +206,10 @@ public final class SubscribeReader: Sendable {
             switch pending.removeFirst() {
             case .connect:
                 do throws(ClientError) {
-                    let opened = try ReachdConnection(path: path, daemon: daemon)
+                    let opened = try ReachdConnection(path: path, daemon: daemon, maximumLineLength: maximumLineLength)
                     guard socket.withLock({ $0.opened(opened.fileDescriptor) }) else { take(.stop); continue }
                     connection = opened
-                    try opened.send(request)
+                    if let request { try opened.send(request) }
                     take(.connected)
                 } catch {
                     close()
@@ -151,8 +220,13 @@ public final class SubscribeReader: Sendable {
                 wake.wait(milliseconds: Int32(milliseconds))
                 take(.timerFired)
             case .reportUnreachable(let error):
+                // Closed first: the owner's requests sent until now are lost, and no later one is sent on it.
+                close()
                 lastReport.withLock { $0 = error }
                 hand { handlers.unreachable(error) }
+            case .announceConnected:
+                lastReport.withLock { $0 = nil }
+                hand { handlers.connected?(self) }
             case .deliver:
                 lastReport.withLock { $0 = nil }
                 let verdicts = received
@@ -181,10 +255,13 @@ public final class SubscribeReader: Sendable {
     private final class Handover: @unchecked Sendable {
         private var connection: ReachdConnection?
         let machine: SubscribeMachine
+        /// The machine's actions not carried out yet.
+        let pending: [SubscribeMachine.Action]
 
-        init(connection: ReachdConnection, machine: SubscribeMachine) {
+        init(connection: ReachdConnection?, machine: SubscribeMachine, pending: [SubscribeMachine.Action]) {
             self.connection = connection
             self.machine = machine
+            self.pending = pending
         }
 
         /// The connection, once (only the thread calls this).

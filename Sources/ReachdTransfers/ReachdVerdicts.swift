@@ -1,6 +1,5 @@
 import Logging
-import NIOCore
-import NIOPosix
+import ReachdClient
 import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
@@ -22,7 +21,8 @@ protocol HostVerdicts: AnyObject, Sendable {
 
 extension HostMonitor: HostVerdicts {}
 
-/// Per-host verdicts from reachd, as a client of its socket. Watched hosts are subscribed incrementally, in
+/// Per-host verdicts from reachd, as a client of its socket: one `SubscribeReader` per connection, which sends this
+/// client's requests and connects again as `SubscribeMachine` says. Watched hosts are subscribed incrementally, in
 /// batches of at most 1,024, over as few connections as reachd's 4,096 subscriptions per connection allow
 /// (`HostSubscriptions` decides). Verdicts are restamped with this client's own sequence, so that a restarted
 /// reachd's numbering never looks old, and kept for the hosts watched or still subscribed (reachd has no
@@ -40,25 +40,33 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
 
     private struct State {
         var plan = HostSubscriptions(perConnection: ReachdVerdicts.hostsPerConnection, batch: Request.maximumHosts)
-        var channels: [Int: any Channel] = [:]
-        /// Connections this client closes itself: their end is no sign of reachd going away.
-        var retired: Set<Int> = []
+        /// The readers, one per connection, by a key of this client's own; those retired are gone from here.
+        var readers: [Int: SubscribeReader] = [:]
+        /// The plan's connection each reader's open connection is.
+        var connections: [Int: Int] = [:]
+        var nextKey = 0
+        /// The readers not retired (a reader is here from its start, and in `readers` once it connected).
+        var live: Set<Int> = []
         /// The verdicts of the hosts watched or subscribed: never more than the watched ones plus the slots.
         var latest: [String: StampedVerdict] = [:]
-        var pending: [Int64: (connection: Int, continuation: CheckedContinuation<Answer, Never>)] = [:]
+        var pending: [Int64: (reader: Int, continuation: CheckedContinuation<Answer, Never>)] = [:]
         var nextID: Int64 = 0
         var sequence: UInt64 = 0
         var observer: (@Sendable ([StampedVerdict]) -> Void)?
-        var retryDelay = ReachdVerdicts.firstRetry
-        var reconnecting = false
         var working = false
         var retryingRefused = false
         var stopped = false
+
+        /// The plan's connections open now (not those a step is still opening).
+        var open: [Int] { connections.filter { readers[$0.key] != nil }.map(\.value) }
+
+        /// The reader of the plan's `connection`.
+        func reader(of connection: Int) -> Int? {
+            connections.first { $0.value == connection }?.key
+        }
     }
 
-    static let firstRetry = TimeAmount.milliseconds(100)
-    static let lastRetry = TimeAmount.seconds(5)
-    static let refusedRetry = TimeAmount.seconds(5)
+    static let refusedRetry = Duration.seconds(5)
     /// reachd's `ClientHandler.maximumWatchedHosts`.
     static let hostsPerConnection = 4096
 
@@ -73,21 +81,26 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
 
     /// Connects; throws when reachd is not there (the caller decides whether to wait for it: `keepTrying`).
     func start() async throws {
-        try await connect()
+        try openReader(firstMustConnect: true)
     }
 
     /// Tries again in the background until reachd answers.
     func keepTrying() {
-        scheduleReconnect()
+        do {
+            try openReader(firstMustConnect: false)
+        } catch {
+            logger.error("cannot wait for reachd at \(path): \(error)")
+        }
     }
 
     func stop() async {
-        let channels = state.withLock { state in
+        let (readers, waiting) = state.withLock { state in
             state.stopped = true
-            state.retired.formUnion(state.channels.keys)
-            return Array(state.channels.values)
+            defer { state.readers = [:]; state.connections = [:]; state.pending = [:] }
+            return (Array(state.readers.values), state.pending.values.map(\.continuation))
         }
-        for channel in channels { try? await channel.close() }
+        for reader in readers { reader.stop() }
+        for continuation in waiting { continuation.resume(returning: .lost) }
     }
 
     func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
@@ -126,7 +139,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
             let known = state.withLock { state -> (StampedVerdict?, Int?) in
                 if let latest = state.latest[host] { return (latest, nil) }
                 if let placeholder = placeholder(for: host, in: &state) { return (placeholder, nil) }
-                return (nil, state.channels.keys.min())
+                return (nil, state.open.min())
             }
             if let verdict = known.0 { return verdict }
             answer = await request(Request(op: .status, hosts: [host]), on: known.1 ?? -1)
@@ -148,50 +161,111 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         guard Request.isValidHost(host) else {
             return Self.stamp(Self.unjudged(host, "no verdict: reachd judges only names and addresses of 1 to 253 letters, digits and .-_:%"), in: &state)
         }
-        if state.channels.isEmpty { return Self.stamp(Self.noVerdict(for: host, path: path), in: &state) }
+        if state.open.isEmpty { return Self.stamp(Self.noVerdict(for: host, path: path), in: &state) }
         return state.plan.refused[host].map { Self.stamp(Self.unjudged(host, "no verdict: reachd refused it: \($0)"), in: &state) }
     }
 
     // MARK: Connections
 
-    private func connect() async throws {
-        try await open(state.withLock { $0.plan.reserve() }, first: true)
-        state.withLock { $0.retryDelay = Self.firstRetry }
-        logger.info("per-host verdicts from reachd at \(path)")
-        work()
+    /// Opens a reader of a connection of its own: the first (its connections become the plan's as they open, each
+    /// time reachd is back), or the one a step `planned`. With `firstMustConnect`, throws when reachd is not there.
+    private func openReader(firstMustConnect: Bool, planned: Int? = nil) throws(ClientError) {
+        let key = try state.withLock { state throws(ClientError) in
+            // Planned before reachd went away (or this client stopped): not needed any more.
+            if let planned, !state.plan.isOpen(planned) || state.stopped { throw ClientError(.closed, talkingTo: .reachd) }
+            defer { state.nextKey += 1 }
+            state.live.insert(state.nextKey)
+            state.connections[state.nextKey] = planned
+            return state.nextKey
+        }
+        let handlers = SubscribeReader.Handlers(
+            verdicts: { [self] in _ = publish($0) }, unreachable: { [self] in lost(key, $0) },
+            connected: { [self] in connected(key, $0) }, replies: { [self] in received($0) })
+        let reader: SubscribeReader
+        do {
+            reader = try SubscribeReader.connect(path: path, firstMustConnect: firstMustConnect, handlers: handlers)
+        } catch {
+            state.withLock { state in
+                state.live.remove(key)
+                state.connections[key] = nil
+            }
+            throw error
+        }
+        let kept = state.withLock { state in
+            if state.live.contains(key), !state.stopped { state.readers[key] = reader }
+            return state.readers[key] != nil
+        }
+        if !kept { reader.stop() }
     }
 
-    /// Opens connection `id` to reachd and records it: the `first` (after connecting), or one a step planned.
-    private func open(_ id: Int, first: Bool = false) async throws {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ReplyHandler(client: self, connection: id)) }
-            }
-            .connect(unixDomainSocketPath: path).get()
-        let current = state.withLock { state in
-            guard !state.stopped, first || state.plan.isOpen(id) else {
-                state.retired.insert(id)
+    /// A reader's connection opened: the one a step planned, or the first since reachd was away, which the plan
+    /// takes as its own (every watched host is subscribed on it again).
+    private func connected(_ key: Int, _ reader: SubscribeReader) {
+        let first = state.withLock { state -> Bool? in
+            guard !state.stopped, state.live.contains(key) else { return nil }
+            if let planned = state.connections[key] {
+                guard state.plan.isOpen(planned) else {
+                    state.live.remove(key)
+                    state.connections[key] = nil
+                    return nil
+                }
+                state.readers[key] = reader
                 return false
             }
-            if first { state.plan.opened(id) }
-            state.channels[id] = channel
+            state.readers[key] = reader
+            let id = state.plan.reserve()
+            state.plan.opened(id)
+            state.connections[key] = id
             return true
         }
-        guard current else {
-            // Planned before reachd went away (or this client stopped): not needed any more.
-            try? await channel.close()
-            throw ChannelError.ioOnClosedChannel
+        switch first {
+        case nil: reader.stop()
+        case true?:
+            logger.info("per-host verdicts from reachd at \(path)")
+            work()
+        case false?: break
         }
     }
 
-    /// Closes a connection of this client's own accord.
-    private func retire(_ id: Int) {
-        let channel = state.withLock { state -> (any Channel)? in
-            guard let channel = state.channels.removeValue(forKey: id) else { return nil }
-            state.retired.insert(id)
-            return channel
+    /// A reader's connection ended, or could not be opened: reachd went away, which ends every connection (their
+    /// readers stop); this reader connects again as `SubscribeMachine` says.
+    private func lost(_ key: Int, _ error: ClientError) {
+        let outcome = state.withLock { state -> (others: [SubscribeReader], waiting: [CheckedContinuation<Answer, Never>], wasConnected: Bool,
+                                                 watched: [StampedVerdict], observer: (@Sendable ([StampedVerdict]) -> Void)?)? in
+            guard !state.stopped, state.live.contains(key) else { return nil }
+            let others = state.readers.filter { $0.key != key }.map(\.value)
+            state.live = [key]
+            state.readers = state.readers.filter { $0.key == key }
+            let wasConnected = state.connections[key] != nil
+            state.connections = [:]
+            let waiting = state.pending.values.map(\.continuation)
+            state.pending = [:]
+            state.plan.reset()
+            Self.forgetUnsubscribed(&state)
+            let watched = state.plan.watchedHosts.map { Self.stamp(Self.noVerdict(for: $0, path: path), in: &state) }
+            for verdict in watched { state.latest[verdict.verdict.target] = verdict }
+            return (others, waiting, wasConnected, watched, state.observer)
         }
-        channel?.close(promise: nil)
+        guard let outcome else { return }
+        for continuation in outcome.waiting { continuation.resume(returning: .lost) }
+        for reader in outcome.others { reader.stop() }
+        // A notice, not a warning: under socket activation reachd stops and starts as a matter of course.
+        if outcome.wasConnected { logger.notice("reachd at \(path) went away (\(error)): jobs wait until it is back") }
+        if !outcome.watched.isEmpty { outcome.observer?(outcome.watched) }
+    }
+
+    /// Closes a connection of this client's own accord: its reader stops, its requests are lost.
+    private func retire(_ connection: Int) {
+        let (reader, waiting) = state.withLock { state -> (SubscribeReader?, [CheckedContinuation<Answer, Never>]) in
+            guard let key = state.reader(of: connection) else { return (nil, []) }
+            state.connections[key] = nil
+            state.live.remove(key)
+            let waiting = state.pending.filter { $0.value.reader == key }
+            for id in waiting.keys { state.pending[id] = nil }
+            return (state.readers.removeValue(forKey: key), waiting.values.map(\.continuation))
+        }
+        reader?.stop()
+        for continuation in waiting { continuation.resume(returning: .lost) }
     }
 
     /// Runs the subscription steps until none is left (one runner at a time).
@@ -222,7 +296,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
             finish(step, await subscribe(step.hosts, on: step.connection))
         case .open(let replacing):
             do {
-                try await open(step.connection)
+                try openReader(firstMustConnect: true, planned: step.connection)
             } catch {
                 return finish(step, .refused("cannot open another connection to reachd: \(error)"))
             }
@@ -248,7 +322,7 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
 
     /// Records how a step went; a refusal stands as the refused hosts' verdict until they are asked for again.
     private func finish(_ step: HostSubscriptions.Step, _ answer: Answer) {
-        // A lost connection is reachd gone: `disconnected` starts over.
+        // A lost connection is reachd gone: `lost` starts over.
         if case .lost = answer { return }
         let refusal: String? = if case .refused(let message) = answer { message } else { nil }
         let (refused, observer, retry) = state.withLock { state in
@@ -265,7 +339,8 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         logger.warning("reachd refused to watch \(refused.count) hosts: \(refusal ?? "?")")
         observer?(refused)
         guard retry else { return }
-        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: Self.refusedRetry) {
+        Task {
+            try? await Task.sleep(for: Self.refusedRetry)
             self.state.withLock { state in
                 state.retryingRefused = false
                 state.plan.retryRefused()
@@ -277,20 +352,24 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
     /// Sends `request` on connection `id` with an id of its own; its answer (verdicts restamped and published).
     private func request(_ request: Request, on id: Int) async -> Answer {
         await withCheckedContinuation { (continuation: CheckedContinuation<Answer, Never>) in
-            let sending = state.withLock { state -> (any Channel, Request)? in
-                guard let channel = state.channels[id] else { return nil }
+            let sending = state.withLock { state -> (SubscribeReader, Request)? in
+                guard let key = state.reader(of: id), let reader = state.readers[key] else { return nil }
                 state.nextID += 1
                 var request = request
                 request.id = .number(state.nextID)
-                state.pending[state.nextID] = (id, continuation)
-                return (channel, request)
+                state.pending[state.nextID] = (key, continuation)
+                return (reader, request)
             }
-            guard let (channel, request) = sending else { return continuation.resume(returning: .lost) }
-            channel.writeAndFlush(ByteBuffer(bytes: request.encodedLine()), promise: nil)
+            guard let (reader, request) = sending else { return continuation.resume(returning: .lost) }
+            do {
+                try reader.send(request)
+            } catch {
+                answer(request.id, .lost)
+            }
         }
     }
 
-    fileprivate func received(_ reply: Reply) {
+    private func received(_ reply: Reply) {
         switch reply {
         case .subscribed(let id, let verdicts): answer(id, .verdicts(publish(verdicts)))
         case .status(let id, let verdict): answer(id, .verdicts(publish([verdict])))
@@ -319,57 +398,6 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         return stamped
     }
 
-    /// Connection `id` ended: as asked (retired), or reachd went away, which ends them all.
-    fileprivate func disconnected(_ id: Int) {
-        let (waiting, others, watched, observer) = state.withLock { state in
-            state.channels[id] = nil
-            guard state.retired.remove(id) == nil, !state.stopped else {
-                let waiting = state.pending.filter { $0.value.connection == id }
-                for key in waiting.keys { state.pending[key] = nil }
-                return (waiting.values.map(\.continuation), [any Channel](), [StampedVerdict]?.none, state.observer)
-            }
-            // Every other connection is closed too; theirs end as retired.
-            let others = Array(state.channels.values)
-            state.retired.formUnion(state.channels.keys)
-            state.channels = [:]
-            let waiting = state.pending.values.map(\.continuation)
-            state.pending = [:]
-            state.plan.reset()
-            Self.forgetUnsubscribed(&state)
-            let watched = state.plan.watchedHosts.map { Self.stamp(Self.noVerdict(for: $0, path: path), in: &state) }
-            for verdict in watched { state.latest[verdict.verdict.target] = verdict }
-            return (waiting, others, watched, state.observer)
-        }
-        for continuation in waiting { continuation.resume(returning: .lost) }
-        guard let watched else { return }
-        for channel in others { channel.close(promise: nil) }
-        // A notice, not a warning: under socket activation reachd stops and starts as a matter of course.
-        logger.notice("reachd at \(path) went away: jobs wait until it is back")
-        if !watched.isEmpty { observer?(watched) }
-        scheduleReconnect()
-    }
-
-    private func scheduleReconnect() {
-        let delay = state.withLock { state -> TimeAmount? in
-            guard !state.stopped, !state.reconnecting else { return nil }
-            state.reconnecting = true
-            let delay = state.retryDelay
-            state.retryDelay = min(state.retryDelay * 2, Self.lastRetry)
-            return delay
-        }
-        guard let delay else { return }
-        MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: delay) {
-            Task {
-                self.state.withLock { $0.reconnecting = false }
-                do {
-                    try await self.connect()
-                } catch {
-                    self.scheduleReconnect()
-                }
-            }
-        }
-    }
-
     private static func stamp(_ verdict: Verdict, at time: Timestamp = .now(), in state: inout State) -> StampedVerdict {
         state.sequence += 1
         return StampedVerdict(verdict: verdict, sequence: state.sequence, timestamp: time)
@@ -384,35 +412,5 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         let none = FamilyVerdict.unreachable(.notJudged, reason)
         return Verdict(target: host, reachable: false, status: .unreachable, metered: false, meteredReason: nil, interface: nil,
                        flags: [], reason: reason, family: nil, ipv4: none, ipv6: none, reasonCode: .notJudged)
-    }
-}
-
-/// Frames reachd's reply lines and hands them to the client.
-private final class ReplyHandler: ChannelInboundHandler, Sendable {
-    typealias InboundIn = ByteBuffer
-
-    private let client: ReachdVerdicts
-    private let connection: Int
-    private let framer = Mutex(LineFramer(maximumLineLength: 1 << 22))
-
-    init(client: ReachdVerdicts, connection: Int) {
-        self.client = client
-        self.connection = connection
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frames = framer.withLock { $0.append(unwrapInboundIn(data).readableBytesView) }
-        for case .line(let line) in frames {
-            if let reply = try? Reply.decode(line: line) { client.received(reply) }
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        client.disconnected(connection)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
     }
 }

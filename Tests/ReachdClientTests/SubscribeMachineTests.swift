@@ -76,6 +76,24 @@ final class SubscribeMachineTests: XCTestCase {
         ])
     }
 
+    private func owned(_ phase: Machine.Phase, delay: Int = 100, reported: Bool = false) -> Machine {
+        Machine(retry: .backoff, phase: phase, retryDelay: delay, reported: reported, connectionEndsOutage: true)
+    }
+
+    /// An owner that sends its own requests (reachd-transfers): a connection ends the outage before any verdict,
+    /// and is announced, so that the owner subscribes its hosts again on it.
+    func testConnectionEndsTheOutageForAnOwnerOfItsRequests() {
+        check([
+            row(owned(.idle), .start, owned(.connecting), [.connect]),
+            row(owned(.connecting), .connected, owned(.subscribed), [.announceConnected]),
+            // Back after an outage: reported again at the next drop, which waits 0.1 s again, verdict or not.
+            row(owned(.connecting, delay: 1600, reported: true), .connected, owned(.subscribed), [.announceConnected]),
+            row(owned(.subscribed), .lost(Self.gone), owned(.waiting, delay: 200, reported: true), [.reportUnreachable(Self.gone), .wait(milliseconds: 100)]),
+            row(owned(.subscribed), .verdicts, owned(.subscribed), [.deliver]),
+            row(owned(.connecting, delay: 200, reported: true), .lost(Self.absent), owned(.waiting, delay: 400, reported: true), [.wait(milliseconds: 200)]),
+        ])
+    }
+
     func testOneConnectionEndsWithIt() {
         check([
             row(once(.idle), .start, once(.connecting), [.connect]),

@@ -134,4 +134,46 @@ final class SubscribeReaderTests: XCTestCase {
         _ = reader.waitUntilStopped()
         XCTAssertEqual(handed.all, seen, "handed on after stop returned")
     }
+
+    /// An owner of its requests (`connect`, as reachd-transfers): it is told of the first connection before `connect`
+    /// returns, its requests' answers come back as replies, and when reachd drops the connection it is told, and
+    /// told again of the next connection (before any verdict), on which its requests go.
+    func testAnOwnerSendsItsRequestsAndIsToldOfEachConnection() throws {
+        let reachd = try FakeReachd(path: try temporarySocket()) { $0 >= 2 }
+        let seen = Mutex<[String]>([])
+        let handlers = SubscribeReader.Handlers(
+            verdicts: { verdicts in seen.withLock { $0 += verdicts.map { "event \($0.sequence)" } } },
+            unreachable: { _ in seen.withLock { $0.append("unreachable") } },
+            connected: { _ in seen.withLock { $0.append("connected") } },
+            replies: { reply in
+                let line = if case .subscribed(_, let verdicts) = reply { "reply \(verdicts.map(\.sequence))" } else { "other" }
+                seen.withLock { $0.append(line) }
+            })
+        let reader = try SubscribeReader.connect(path: reachd.path, firstMustConnect: true, handlers: handlers)
+        XCTAssertEqual(seen.withLock { $0 }, ["connected"])
+        // The fake answers the first line of each connection, then drops the first connection.
+        try reader.send(Request(op: .subscribe, hosts: ["example.org"]))
+        let deadline = Date().addingTimeInterval(30)
+        while seen.withLock({ $0.count < 4 }), Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(seen.withLock { $0 }, ["connected", "reply [1]", "unreachable", "connected"])
+        try reader.send(Request(op: .subscribe, hosts: ["example.org"]))
+        while seen.withLock({ $0.count < 5 }), Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(seen.withLock { $0 }.last, "reply [2]")
+        reader.stop()
+        XCTAssertNil(reader.waitUntilStopped(), "connected when it stopped")
+        XCTAssertThrowsError(try reader.send(Request(op: .subscribe, hosts: ["example.org"]))) { error in
+            XCTAssertEqual(error as? ClientError, ClientError(.closed, talkingTo: .reachd))
+        }
+    }
+
+    /// Without reachd, an owner that waits for it is told once, and `connect` does not throw.
+    func testAnOwnerWaitingForReachdIsToldItIsAway() throws {
+        let path = try temporarySocket()
+        XCTAssertThrowsError(try SubscribeReader.connect(path: path, firstMustConnect: true, handlers: Handed().handlers))
+        let handed = Handed()
+        let reader = try SubscribeReader.connect(path: path, firstMustConnect: false, handlers: handed.handlers)
+        XCTAssertTrue(handed.wait { $0 == [-1] }, "\(handed.all)")
+        reader.stop()
+        XCTAssertEqual(reader.waitUntilStopped(), ClientError(.connect(path: path, errno: ENOENT), talkingTo: .reachd))
+    }
 }
