@@ -218,6 +218,7 @@ let package = Package(
             dependencies: [
                 "ReachdTransfers", "ReachdTransferModel", "ReachdModel", "ReachdProtocol",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

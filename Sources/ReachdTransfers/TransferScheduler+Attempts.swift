@@ -12,8 +12,8 @@ extension TransferScheduler {
             running[id] = nil
             return
         }
-        let outcome = job.kind == .upload ? await sendUpload(job) : await download(job)
-        let partialSize = job.kind == .download ? await files.partialSize(of: job) : 0
+        let outcome = job.isUpload ? await sendUpload(job) : await download(job)
+        let partialSize = !job.isUpload ? await files.partialSize(of: job) : 0
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
     }
 
@@ -36,7 +36,7 @@ extension TransferScheduler {
     private func sendUpload(_ job: Job) async -> FetchOutcome {
         let source: (fd: Int32, size: Int64)
         do {
-            source = try await files.openForReading(job.output)
+            source = try await files.openForReading(job.file)
         } catch {
             return .failed(reason: "failed: \(error)")
         }

@@ -86,12 +86,12 @@ public final class UserFiles: Sendable {
         return fd
     }
 
-    /// Checks that `job.output` can be created, by creating its (empty) partial file next to it.
+    /// Checks that `job.file` can be created, by creating its (empty) partial file next to it.
     func createPartial(for job: Job) async throws {
         try await run {
             var info = stat()
-            if stat(job.output, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-                throw FileError("\(job.output) is a directory", errno: EISDIR)
+            if stat(job.file, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+                throw FileError("\(job.file) is a directory", errno: EISDIR)
             }
             let fd = try self.open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
                                    failure: "cannot create \(job.partialPath)")
@@ -175,14 +175,14 @@ public final class UserFiles: Sendable {
     /// (and checked not to be guarded), then makes the rename durable.
     func moveIntoPlace(_ job: Job) async throws {
         try await run {
-            let slash = job.output.lastIndex(of: "/")!
-            let directory = String(job.output[..<slash]), name = String(job.output[job.output.index(after: slash)...])
+            let slash = job.file.lastIndex(of: "/")!
+            let directory = String(job.file[..<slash]), name = String(job.file[job.file.index(after: slash)...])
             let partialName = String(job.partialPath[job.partialPath.index(after: job.partialPath.lastIndex(of: "/")!)...])
             let fd = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fd >= 0 else { throw FileError("cannot open the directory of \(job.output)") }
+            guard fd >= 0 else { throw FileError("cannot open the directory of \(job.file)") }
             defer { close(fd) }
-            try self.refuseIfGuarded(fd, named: job.output)
-            guard renameat(fd, partialName, fd, name) == 0 else { throw FileError("cannot rename the download to \(job.output)") }
+            try self.refuseIfGuarded(fd, named: job.file)
+            guard renameat(fd, partialName, fd, name) == 0 else { throw FileError("cannot rename the download to \(job.file)") }
             fsync(fd)
         }
     }
