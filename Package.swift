@@ -222,6 +222,7 @@ let package = Package(
                 "ReachdTransfers", "ReachdTransferModel", "ReachdModel", "ReachdProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

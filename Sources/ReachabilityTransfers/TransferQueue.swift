@@ -10,7 +10,7 @@ import ReachdTransferProtocol
 ///
 ///     let queue = TransferQueue()
 ///     let job = try await queue.add(DownloadSpec(url: "https://mirror.example/big.iso", output: "/srv/big.iso"))
-///     for try await update in queue.updates(of: job.id) { print(update.state, update.bytesReceived) }
+///     for try await update in queue.updates(of: job.id) { print(update.state, update.bytesMoved) }
 public final class TransferQueue: Sendable {
     /// The service's socket.
     public let socketPath: String

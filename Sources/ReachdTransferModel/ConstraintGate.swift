@@ -85,7 +85,7 @@ extension TransferGate {
             relaxed = true
         }
         if let wait = timeWait(asked, now: now, zone: zone) ?? powerWait(asked, route.facts.power) { return .wait(reason: wait) }
-        if asked.storageNotLow, job.kind == .download, route.facts.freeBytes != nil, size == nil, !sizeChecked { return .needSize }
+        if asked.storageNotLow, !job.isUpload, route.facts.freeBytes != nil, size == nil, !sizeChecked { return .needSize }
         if let wait = storageWait(job, size: size, free: route.facts.freeBytes) { return .wait(reason: wait) }
         if relaxed { return .run }
         guard !asked.network.isEmpty else {
@@ -102,7 +102,7 @@ extension TransferGate {
             let used = budgetText(budget, link: verdict.interface)
             if budget.state == .over { return .wait(reason: "waiting: \(used)") }
             guard let size else { return sizeChecked ? .wait(reason: "waiting: size unknown, so it may not fit the budget; \(used)") : .needSize }
-            let still = UInt64(max(0, size - job.bytesReceived))
+            let still = UInt64(max(0, size - job.bytesMoved))
             if still > budget.limitBytes - min(budget.usedBytes, budget.limitBytes) {
                 return .wait(reason: "waiting: \(used); the job needs \(Self.decimal(still, like: budget.limitBytes)) more")
             }
@@ -117,7 +117,7 @@ extension TransferGate {
         guard !asked.now else { return nil }
         var edges = [asked.notBefore, asked.deadline].compactMap { $0 }.filter { $0 > now }
         if let window = asked.window { edges.append(window.nextEdge(after: now, zone: zone)) }
-        if asked.storageNotLow && job.kind == .download { edges.append(Timestamp(microseconds: now.microseconds + Self.storagePollSeconds * 1_000_000)) }
+        if asked.storageNotLow && !job.isUpload { edges.append(Timestamp(microseconds: now.microseconds + Self.storagePollSeconds * 1_000_000)) }
         return edges.min()
     }
 
@@ -138,8 +138,8 @@ extension TransferGate {
     }
 
     private func storageWait(_ job: Job, size: Int64?, free: Int64?) -> String? {
-        guard job.constraints.storageNotLow, job.kind == .download, let free else { return nil }
-        let still = max(0, (size ?? job.bytesTotal ?? 0) - job.bytesReceived)
+        guard job.constraints.storageNotLow, !job.isUpload, let free else { return nil }
+        let still = max(0, (size ?? job.bytesTotal ?? 0) - job.bytesMoved)
         let needed = still > Int64.max - Self.storageMarginBytes ? Int64.max : still + Self.storageMarginBytes
         guard free < needed else { return nil }
         let unit = UInt64(max(needed, 1))

@@ -167,15 +167,13 @@ public struct Validators: Hashable, Sendable, Codable {
     }
 }
 
-/// A download job as stored, scheduled and shown to clients.
+/// A transfer job as stored, scheduled and shown to clients: what every job has, and in `kind` what only a
+/// download or only an upload has.
 public struct Job: Hashable, Sendable {
     public var id: String
-    public var kind: JobKind
     /// Insertion order: FIFO within a priority.
     public var sequence: Int64
     public var url: String
-    /// The local file: where a download goes, what an upload sends.
-    public var output: String
     public var state: JobState
     public var priority: Priority
     public var allowMetered: Bool
@@ -183,31 +181,13 @@ public struct Job: Hashable, Sendable {
     public var allowInsecureAuth: Bool
     /// When the job may run, beside its route.
     public var constraints: JobConstraints
-    public var sha256: String?
     public var owner: Owner
-    /// Bytes moved: of a download on disk (partial while running), of an upload sent in the current attempt.
-    public var bytesReceived: Int64
     /// Size of the whole file, nil while unknown.
     public var bytesTotal: Int64?
     /// Why the job is deferred, paused or failed, naming what would unblock it.
     public var reason: String?
-    /// Validators of the version the partial file holds.
-    public var validators: Validators
-    /// Validators of the file in place at the output (set when a download completes): refresh checks send them.
-    public var current: Validators
-    /// Check the server for a newer file this often (seconds); nil for a one-off download.
-    public var refreshSeconds: Int64?
-    /// When the file in place was last confirmed or replaced (a completed download counts); nil before.
-    public var lastChecked: Timestamp?
-    /// When the next refresh check is due; nil when none is planned.
-    public var nextCheck: Timestamp?
-    /// Uploads: how the file is sent, and the form around it (POST).
-    public var method: UploadMethod?
-    public var fields: [FormField]
-    public var fileField: String?
-    /// Uploads: the server's status and the start of its answer (at most 1 KiB).
-    public var responseStatus: Int?
-    public var responseBody: String?
+    /// What the job moves, with what only that kind of job has.
+    public var kind: Kind
     /// Failed attempts since the last progress (drives the backoff).
     public var attempts: Int
     /// When a deferred retry may run again.
@@ -215,169 +195,108 @@ public struct Job: Hashable, Sendable {
     public var created: Timestamp
     public var updated: Timestamp
 
-    public init(id: String, sequence: Int64, spec: DownloadSpec, owner: Owner, created: Timestamp) {
+    /// A job in `kind`, queued, with nothing moved yet.
+    public init(id: String, sequence: Int64, url: String, kind: Kind, allowMetered: Bool, priority: Priority, allowInsecureAuth: Bool,
+                constraints: JobConstraints, owner: Owner, created: Timestamp) {
         self.id = id
-        self.kind = .download
-        self.method = nil
-        self.fields = []
-        self.fileField = nil
-        self.responseStatus = nil
-        self.responseBody = nil
         self.sequence = sequence
-        self.url = spec.url
-        self.output = spec.output
+        self.url = url
         self.state = .queued
-        self.priority = spec.priority
-        self.allowMetered = spec.allowMetered
-        self.allowInsecureAuth = spec.allowInsecureAuth
-        self.constraints = spec.constraints
-        self.sha256 = spec.sha256
+        self.priority = priority
+        self.allowMetered = allowMetered
+        self.allowInsecureAuth = allowInsecureAuth
+        self.constraints = constraints
         self.owner = owner
-        self.bytesReceived = 0
         self.bytesTotal = nil
         self.reason = nil
-        self.validators = Validators()
-        self.current = Validators()
-        self.refreshSeconds = spec.refreshSeconds
-        self.lastChecked = nil
-        self.nextCheck = nil
+        self.kind = kind
         self.attempts = 0
         self.retryAt = nil
         self.created = created
         self.updated = created
     }
 
+    /// A download of `spec.url` to `spec.output`.
+    public init(id: String, sequence: Int64, spec: DownloadSpec, owner: Owner, created: Timestamp) {
+        self.init(id: id, sequence: sequence, url: spec.url, kind: .download(Download(spec)), allowMetered: spec.allowMetered,
+                  priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth, constraints: spec.constraints, owner: owner,
+                  created: created)
+    }
+
     /// An upload of `spec.file`.
     public init(id: String, sequence: Int64, upload spec: UploadSpec, owner: Owner, created: Timestamp) {
-        self.init(id: id, sequence: sequence, spec: DownloadSpec(url: spec.url, output: spec.file, allowMetered: spec.allowMetered,
-                                                                 priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth),
-                  owner: owner, created: created)
-        constraints = spec.constraints
-        kind = .upload
-        method = spec.method
-        fields = spec.method == .post ? spec.fields : []
-        fileField = spec.method == .post ? spec.fileField : nil
+        self.init(id: id, sequence: sequence, url: spec.url, kind: .upload(Upload(spec)), allowMetered: spec.allowMetered,
+                  priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth, constraints: spec.constraints, owner: owner,
+                  created: created)
+    }
+
+    /// The download's part, nil for an upload.
+    public var download: Download? {
+        if case .download(let download) = kind { download } else { nil }
+    }
+
+    /// The upload's part, nil for a download.
+    public var upload: Upload? {
+        if case .upload(let upload) = kind { upload } else { nil }
+    }
+
+    public var isUpload: Bool { upload != nil }
+
+    /// The local file: where a download goes, what an upload sends.
+    public var file: String {
+        switch kind {
+        case .download(let download): download.output
+        case .upload(let upload): upload.source
+        }
+    }
+
+    /// Bytes moved: of a download on disk (partial while running), of an upload sent in the current attempt.
+    public var bytesMoved: Int64 {
+        get {
+            switch kind {
+            case .download(let download): download.bytesOnDisk
+            case .upload(let upload): upload.bytesSent
+            }
+        }
+        set {
+            switch kind {
+            case .download(var download): download.bytesOnDisk = newValue; kind = .download(download)
+            case .upload(var upload): upload.bytesSent = newValue; kind = .upload(upload)
+            }
+        }
+    }
+
+    /// Changes the download's part; an upload is left as it is.
+    public mutating func changeDownload(_ change: (inout Download) -> Void) {
+        guard case .download(var download) = kind else { return }
+        change(&download)
+        kind = .download(download)
+    }
+
+    /// Changes the upload's part; a download is left as it is.
+    public mutating func changeUpload(_ change: (inout Upload) -> Void) {
+        guard case .upload(var upload) = kind else { return }
+        change(&upload)
+        kind = .upload(upload)
     }
 
     /// The partial file: next to the output (same file system, so the final rename is atomic), hidden, named by job.
     public var partialPath: String {
-        let slash = output.lastIndex(of: "/")!
-        let directory = output[..<slash]
-        let name = output[output.index(after: slash)...]
+        let file = file
+        let slash = file.lastIndex(of: "/")!
+        let directory = file[..<slash]
+        let name = file[file.index(after: slash)...]
         return "\(directory)/.\(name).\(id).part"
     }
 
     /// The job has put a file in place before, so a new transfer is a refresh check (conditional, and the
     /// file in place stays until a newer one is complete).
-    public var isRefreshing: Bool { lastChecked != nil && state != .completed }
+    public var isRefreshing: Bool { download?.lastChecked != nil && state != .completed }
 
     /// A fresh random job id: 16 lowercase hex digits.
     public static func newID<G: RandomNumberGenerator>(using generator: inout G) -> String {
         let value = UInt64.random(in: .min ... .max, using: &generator)
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
-    }
-}
-
-/// The job as clients see it (docs/transfers.md): unknown values are `null`, the owner is its uid.
-extension Job: Codable {
-    private enum CodingKeys: String, CodingKey {
-        case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
-        case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck, allowInsecureAuth
-        case kind, method, fields, fileField, responseStatus, responseBody, constraints
-    }
-
-    /// The validators shown: those of the file in place once there is one, else of the version being fetched.
-    private var shownValidators: Validators { current.etag != nil || current.lastModified != nil ? current : validators }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(kind, forKey: .kind)
-        if kind == .upload {
-            try c.encode(method, forKey: .method)
-            try c.encode(fields, forKey: .fields)
-            try c.encode(fileField, forKey: .fileField)
-            try c.encode(responseStatus, forKey: .responseStatus)
-            try c.encode(responseBody, forKey: .responseBody)
-        }
-        try c.encode(sequence, forKey: .sequence)
-        try c.encode(url, forKey: .url)
-        try c.encode(output, forKey: .output)
-        try c.encode(state, forKey: .state)
-        try c.encode(priority, forKey: .priority)
-        try c.encode(allowMetered, forKey: .allowMetered)
-        try c.encode(allowInsecureAuth, forKey: .allowInsecureAuth)
-        // Only when there are any: the jobs without (most) keep their wire form, and events stay small.
-        if !constraints.isEmpty { try c.encode(constraints, forKey: .constraints) }
-        try c.encode(sha256, forKey: .sha256)
-        try c.encode(owner.uid, forKey: .uid)
-        try c.encode(bytesReceived, forKey: .bytesReceived)
-        try c.encode(bytesTotal, forKey: .bytesTotal)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(shownValidators.etag, forKey: .etag)
-        try c.encode(shownValidators.lastModified, forKey: .lastModified)
-        try c.encode(refreshSeconds, forKey: .refreshEvery)
-        try c.encode(lastChecked, forKey: .lastChecked)
-        try c.encode(nextCheck, forKey: .nextCheck)
-        try c.encode(attempts, forKey: .attempts)
-        try c.encode(retryAt, forKey: .retryAt)
-        try c.encode(created, forKey: .created)
-        try c.encode(updated, forKey: .updated)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        id = try c.decode(String.self, forKey: .id)
-        kind = try c.decodeIfPresent(JobKind.self, forKey: .kind) ?? .download
-        method = try c.decodeIfPresent(UploadMethod.self, forKey: .method)
-        fields = try c.decodeIfPresent([FormField].self, forKey: .fields) ?? []
-        fileField = try c.decodeIfPresent(String.self, forKey: .fileField)
-        responseStatus = try c.decodeIfPresent(Int.self, forKey: .responseStatus)
-        responseBody = try c.decodeIfPresent(String.self, forKey: .responseBody)
-        sequence = try c.decode(Int64.self, forKey: .sequence)
-        url = try c.decode(String.self, forKey: .url)
-        output = try c.decode(String.self, forKey: .output)
-        state = try c.decode(JobState.self, forKey: .state)
-        priority = try c.decode(Priority.self, forKey: .priority)
-        allowMetered = try c.decode(Bool.self, forKey: .allowMetered)
-        allowInsecureAuth = try c.decodeIfPresent(Bool.self, forKey: .allowInsecureAuth) ?? false
-        constraints = try c.decodeIfPresent(JobConstraints.self, forKey: .constraints) ?? JobConstraints()
-        sha256 = try c.decodeIfPresent(String.self, forKey: .sha256)
-        owner = Owner(uid: try c.decode(UInt32.self, forKey: .uid), gid: 0)
-        bytesReceived = try c.decode(Int64.self, forKey: .bytesReceived)
-        bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal)
-        reason = try c.decodeIfPresent(String.self, forKey: .reason)
-        validators = Validators(
-            etag: try c.decodeIfPresent(String.self, forKey: .etag),
-            lastModified: try c.decodeIfPresent(String.self, forKey: .lastModified)
-        )
-        refreshSeconds = try c.decodeIfPresent(Int64.self, forKey: .refreshEvery)
-        lastChecked = try c.decodeIfPresent(Timestamp.self, forKey: .lastChecked)
-        current = lastChecked == nil ? Validators() : validators
-        nextCheck = try c.decodeIfPresent(Timestamp.self, forKey: .nextCheck)
-        attempts = try c.decode(Int.self, forKey: .attempts)
-        retryAt = try c.decodeIfPresent(Timestamp.self, forKey: .retryAt)
-        created = try c.decode(Timestamp.self, forKey: .created)
-        updated = try c.decode(Timestamp.self, forKey: .updated)
-    }
-}
-
-/// `--refresh-every` durations: `90s`, `15m`, `6h`, `2d`, or plain seconds.
-public enum RefreshInterval {
-    public static let minimumSeconds: Int64 = 1
-    public static let maximumSeconds: Int64 = 365 * 86400
-
-    /// Seconds, or nil when the text is not such a duration (or outside 1 s … 365 d).
-    public static func seconds(_ text: String) -> Int64? {
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        var digits = Substring(text), unit: Int64 = 1
-        if let last = text.last, let factor = units[last] {
-            digits = text.dropLast()
-            unit = factor
-        }
-        guard !digits.isEmpty, digits.count <= 9, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int64(digits) else { return nil }
-        let seconds = value * unit
-        return (minimumSeconds...maximumSeconds).contains(seconds) ? seconds : nil
     }
 }

@@ -8,15 +8,15 @@ extension JobMachine {
         guard !life.holdsSlot else { return }
         var next = job
         next.reason = nil
-        update(next, life: .transferring(Transfer(checkpointBytes: job.bytesReceived, checkpointSeconds: moment.monotonic)))
+        update(next, life: .transferring(Transfer(checkpointBytes: job.bytesMoved, checkpointSeconds: moment.monotonic)))
         actions.append(.startAttempt)
     }
 
     mutating func attemptStarted(offset: Int64, total: Int64?, validators: Validators) {
         var next = job
-        next.bytesReceived = offset
+        next.bytesMoved = offset
         next.bytesTotal = total
-        next.validators = validators
+        next.changeDownload { $0.partial = validators }
         update(next)
     }
 
@@ -24,11 +24,11 @@ extension JobMachine {
     mutating func progressed(_ bytes: Int64) {
         var transfer = life.transfer
         transfer?.progressed = true
-        actions.append(.countTransferred(bytes: bytes - job.bytesReceived, upload: job.kind == .upload))
+        actions.append(.countTransferred(bytes: bytes - job.bytesMoved, upload: job.isUpload))
         let now = moment.monotonic
         let since = (bytes: bytes - (transfer?.checkpointBytes ?? 0), seconds: now - (transfer?.checkpointSeconds ?? 0))
         var next = job
-        next.bytesReceived = bytes
+        next.bytesMoved = bytes
         if rules.checkpoint.isDue(bytesSince: since.bytes, secondsSince: since.seconds) {
             transfer?.checkpointBytes = bytes
             transfer?.checkpointSeconds = now
@@ -49,32 +49,31 @@ extension JobMachine {
         var next = job
         switch (outcome, transfer.stop) {
         case (_, .cancel?):
-            if job.kind == .download { actions.append(.removePartial) }
+            if !job.isUpload { actions.append(.removePartial) }
             life = .cancelled
             actions += [.attemptOver, .reschedule]
         case (.uploaded(let status, let body), _):
-            next.responseStatus = status
-            next.responseBody = body
-            next.bytesReceived = next.bytesTotal ?? next.bytesReceived
+            next.changeUpload { $0.answer = Job.Upload.Answer(status: status, body: body) }
+            next.bytesMoved = next.bytesTotal ?? next.bytesMoved
             next.reason = nil
             next.attempts = 0
             next.retryAt = nil
-            actions.append(.log("upload \(id) completed", metadata: ["status": "\(status)", "bytes": "\(next.bytesReceived)"]))
+            actions.append(.log("upload \(id) completed", metadata: ["status": "\(status)", "bytes": "\(next.bytesMoved)"]))
             conclude(next, as: .completed, refreshing: refreshing, notModified: false)
         case (.complete(let total), _):
-            next.bytesReceived = total
+            next.bytesMoved = total
             next.bytesTotal = total
             job = next
-            life = .finishing(Finish(step: next.sha256 == nil ? .move : .digest, refreshing: refreshing, word: transfer.stop?.word))
-            actions.append(next.sha256 == nil ? .moveIntoPlace : .verifyDigest)
+            life = .finishing(Finish(step: next.download?.sha256 == nil ? .move : .digest, refreshing: refreshing, word: transfer.stop?.word))
+            actions.append(next.download?.sha256 == nil ? .moveIntoPlace : .verifyDigest)
         case (.notModified, _):
             life = .finishing(Finish(step: .output, refreshing: refreshing, word: transfer.stop?.word))
             actions += [.removePartial, .measureOutput]
         case (_, .pause?), (_, .pauseThenResume?):
-            next.bytesReceived = job.kind == .download ? partialSize : 0
+            next.bytesMoved = !job.isUpload ? partialSize : 0
             conclude(next, as: .paused, refreshing: refreshing, notModified: false)
         case (_, .deferral(let reason)?):
-            next.bytesReceived = job.kind == .download ? partialSize : 0
+            next.bytesMoved = !job.isUpload ? partialSize : 0
             next.reason = reason
             conclude(next, as: .deferred, refreshing: refreshing, notModified: false)
         case (_, nil):
@@ -89,7 +88,7 @@ extension JobMachine {
 
     /// The digest of a complete download: a mismatch discards it, a match moves it into place.
     mutating func digestComputed(_ digest: Result<String, JobFailure>) {
-        guard case .finishing(var finish) = life, finish.step == .digest, let expected = job.sha256 else { return }
+        guard case .finishing(var finish) = life, finish.step == .digest, let expected = job.download?.sha256 else { return }
         var next = job
         switch digest {
         case .success(let actual) where actual == expected:
@@ -114,9 +113,9 @@ extension JobMachine {
             finish.step = .removal(failed: next)
             return removePartialFirst(finish)
         }
-        next.current = next.validators
+        next.changeDownload { $0.installed = $0.partial }
         markChecked(&next)
-        actions.append(.log("job \(id) completed", metadata: ["bytes": "\(next.bytesReceived)", "output": "\(next.output)"]))
+        actions.append(.log("job \(id) completed", metadata: ["bytes": "\(next.bytesMoved)", "output": "\(next.file)"]))
         conclude(next, as: .completed, refreshing: finish.refreshing, notModified: false)
     }
 
@@ -124,11 +123,12 @@ extension JobMachine {
     mutating func outputMeasured(_ size: Int64) {
         guard case .finishing(let finish) = life, finish.step == .output else { return }
         var next = job
-        next.bytesReceived = size
+        next.bytesMoved = size
         next.bytesTotal = size
-        next.validators = Validators()
+        next.changeDownload { $0.partial = Validators() }
         markChecked(&next)
-        actions.append(.log("job \(id): not modified since \(next.current.lastModified ?? next.current.etag ?? "the last check")", metadata: [:]))
+        let installed = next.download?.installed
+        actions.append(.log("job \(id): not modified since \(installed?.lastModified ?? installed?.etag ?? "the last check")", metadata: [:]))
         conclude(next, as: .completed, refreshing: finish.refreshing, notModified: true)
     }
 
@@ -150,7 +150,7 @@ extension JobMachine {
     private mutating func conclude(_ ended: Job, as end: Life, refreshing: Bool, notModified: Bool) {
         var next = ended
         var end = end
-        if end == .failed && next.lastChecked != nil {
+        if end == .failed && next.download?.lastChecked != nil {
             next.reason = "refresh failed (\(next.reason ?? "?")); the file in place is kept"
             markChecked(&next, reason: next.reason)
             end = .completed
@@ -170,15 +170,17 @@ extension JobMachine {
         job.reason = reason
         job.attempts = 0
         job.retryAt = nil
-        job.lastChecked = now
-        job.nextCheck = job.refreshSeconds.map { Timestamp(microseconds: now.microseconds + $0 * 1_000_000) }
+        job.changeDownload { download in
+            download.lastChecked = now
+            download.nextCheck = download.refreshSeconds.map { Timestamp(microseconds: now.microseconds + $0 * 1_000_000) }
+        }
     }
 
     /// A transfer that ended without reaching its end and without a stop asked for: the life it ends in, and
     /// whether its partial file is to be removed first (a failed download).
     private mutating func apply(_ outcome: FetchOutcome, partialSize: Int64, progressed: Bool, to job: inout Job) -> (Life, removesPartial: Bool) {
         // An upload starts again from its first byte.
-        job.bytesReceived = job.kind == .download ? partialSize : 0
+        job.bytesMoved = !job.isUpload ? partialSize : 0
         if progressed { job.attempts = 0 }
         switch outcome {
         case .complete, .notModified, .uploaded, .stopped:
@@ -189,8 +191,8 @@ extension JobMachine {
             return (.deferred, false)
         case .restart(let reason):
             actions += [.countRetry, .log("job \(id): starting over: \(reason)", metadata: [:])]
-            job.validators = Validators()
-            job.bytesReceived = 0
+            job.changeDownload { $0.partial = Validators() }
+            job.bytesMoved = 0
             job.attempts += 1
             guard job.attempts >= rules.retry.maximumAttempts else { return (.queued, false) }
             job.reason = "failed after \(job.attempts) attempts: \(reason)"
@@ -208,7 +210,7 @@ extension JobMachine {
             return (.deferred, false)
         case .failed(let reason):
             job.reason = reason
-            return (.failed, job.kind == .download)
+            return (.failed, !job.isUpload)
         }
     }
 }

@@ -26,13 +26,14 @@ extension JobMachine {
 
     /// Checks a completed download's file against the server now.
     mutating func refresh() {
-        guard job.kind == .download else { return refuse("job \(id) is an upload; only downloads are refreshed") }
+        guard !job.isUpload else { return refuse("job \(id) is an upload; only downloads are refreshed") }
         if job.isRefreshing { return }
         guard job.state == .completed else {
             return refuse("job \(id) is \(job.state.rawValue); only a completed download can be refreshed")
         }
         var next = job
-        next.nextCheck = moment.now
+        let now = moment.now
+        next.changeDownload { $0.nextCheck = now }
         update(next)
         actions += [.watchHost, .reschedule]
     }
@@ -46,7 +47,7 @@ extension JobMachine {
         actions.append(.unwatchHost)
         if life.holdsSlot {
             actions.append(.stopAttempt)
-        } else if job.kind == .download {
+        } else if !job.isUpload {
             actions.append(.removePartial)
         }
     }
@@ -61,7 +62,7 @@ extension JobMachine {
     /// Whether `reevaluate` at `now` can change anything: a refresh check that is due, a job that waits or runs.
     /// (A paused job, and a finished one, stay as they are.)
     public func reevaluates(at now: Timestamp) -> Bool {
-        if job.state == .completed, let due = job.nextCheck { return due <= now }
+        if job.state == .completed, let due = job.download?.nextCheck { return due <= now }
         return !job.state.isTerminal && job.state != .paused
     }
 
@@ -70,13 +71,13 @@ extension JobMachine {
     /// allows it is stopped.
     mutating func reevaluate(_ route: JobRoute) {
         let now = moment.now
-        if job.state == .completed, let due = job.nextCheck, due <= now {
+        if job.state == .completed, let due = job.download?.nextCheck, due <= now {
             // A new transfer, conditional on the file in place, which stays until it is replaced.
             var next = job
             next.reason = "refresh check due"
-            next.bytesReceived = 0
+            next.bytesMoved = 0
             next.bytesTotal = nil
-            next.validators = Validators()
+            next.changeDownload { $0.partial = Validators() }
             if sizeQuestion == .answered { sizeQuestion = .unasked }
             update(next, life: .queued)
         }

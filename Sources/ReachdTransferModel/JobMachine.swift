@@ -39,12 +39,12 @@ public struct JobMachine: Sendable {
     public var id: String { job.id }
 
     /// A finished job: completed (and not kept fresh), failed or cancelled. Expiry and `clean` drop these.
-    public var isFinished: Bool { job.state.isTerminal && !(job.state == .completed && job.refreshSeconds != nil) }
+    public var isFinished: Bool { job.state.isTerminal && !(job.state == .completed && job.download?.refreshSeconds != nil) }
 
     /// When the job wants to be reconsidered: a retry's time, a constraint's time edge, or a completed job's next
     /// refresh check.
     public var wakeAt: Timestamp? {
-        if job.state == .completed { return job.nextCheck }
+        if job.state == .completed { return job.download?.nextCheck }
         guard !job.state.isTerminal && job.state != .paused else { return nil }
         return [job.retryAt, timeEdge].compactMap { $0 }.min()
     }
@@ -121,8 +121,8 @@ public struct JobMachine: Sendable {
     /// partial file holds (nothing stored: the size on disk is the truth).
     private mutating func recover(partialSize: Int64) {
         guard !job.state.isTerminal else { return }
-        job.bytesReceived = partialSize
-        if partialSize == 0 { job.validators = Validators() }
+        job.bytesMoved = partialSize
+        if partialSize == 0 { job.changeDownload { $0.partial = Validators() } }
     }
 
     /// Stops the running transfer for `intent` (the outcome is applied when it ends). A deferral (the route, the

@@ -15,11 +15,12 @@ protocol FetchObserver: Sendable {
 }
 
 extension Fetcher {
-    /// Fetches the rest of `job` into its partial file (which holds `offset` bytes of `job.validators`' version):
+    /// Fetches the rest of `job` into its partial file (which holds `offset` bytes of the version its validators name):
     /// Range/If-Range by `ResumePlan`, the body streamed to the file with backpressure, lengths checked.
     /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
     func fetch(_ job: Job, into file: PartialFile, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
-        let plan = ResumePlan.request(offset: offset, validators: job.validators, installed: job.isRefreshing ? job.current : nil)
+        let partial = job.download?.partial ?? Validators()
+        let plan = ResumePlan.request(offset: offset, validators: partial, installed: job.isRefreshing ? job.download?.installed : nil)
         var request = Self.request(job.url)
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
         let response: HTTPClientResponse
@@ -28,7 +29,7 @@ extension Fetcher {
         case .success(let answer): response = answer
         }
         let head = ResumePlan.Response(status: Int(response.status.code), headers: response.headers)
-        switch ResumePlan.interpret(head, offset: plan.offset, current: job.validators, total: plan.offset > 0 ? job.bytesTotal : nil,
+        switch ResumePlan.interpret(head, offset: plan.offset, current: partial, total: plan.offset > 0 ? job.bytesTotal : nil,
                                     conditional: plan.isConditional) {
         case .complete:
             return await Self.flushed(file) ?? .complete(total: plan.offset)

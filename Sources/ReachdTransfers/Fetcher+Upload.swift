@@ -13,20 +13,21 @@ extension Fetcher {
     func upload(_ job: Job, file: FileToSend, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
+        let form = job.upload?.form ?? .put
         var redirects = UploadRedirects(from: job.url)
         while true {
             let url = redirects.current
-            var request = Self.request(url, method: job.method == .post ? .POST : .PUT)
+            var request = Self.request(url, method: form.method == .post ? .POST : .PUT)
             var prefix: [UInt8] = [], suffix: [UInt8] = [], delimiter: [UInt8]?
-            if job.method == .post {
-                let name = String(job.output[job.output.index(after: job.output.lastIndex(of: "/")!)...])
-                var form: MultipartForm
+            if case .post(let fields, let fileField) = form {
+                let name = String(job.file[job.file.index(after: job.file.lastIndex(of: "/")!)...])
+                var multipart: MultipartForm
                 repeat {
-                    form = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: job.fields,
-                                         fileField: job.fileField ?? "file", fileName: name)
-                } while form.fieldsContainDelimiter
-                request.headers.add(name: "Content-Type", value: form.mediaType)
-                (prefix, suffix, delimiter) = (form.head, form.tail, form.delimiter)
+                    multipart = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: fields,
+                                              fileField: fileField, fileName: name)
+                } while multipart.fieldsContainDelimiter
+                request.headers.add(name: "Content-Type", value: multipart.mediaType)
+                (prefix, suffix, delimiter) = (multipart.head, multipart.tail, multipart.delimiter)
             } else {
                 request.headers.add(name: "Content-Type", value: "application/octet-stream")
             }

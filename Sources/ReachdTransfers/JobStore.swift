@@ -133,6 +133,8 @@ public final class JobStore: Sendable {
 
     /// Inserts or replaces the job's row.
     public func save(_ job: Job) throws {
+        let (download, upload) = (job.download, job.upload)
+        let partial = download?.partial ?? Validators()
         try database.write { db in
             try db.execute(
                 sql: """
@@ -143,14 +145,14 @@ public final class JobStore: Sendable {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    job.id, job.sequence, job.url, job.output, job.state.rawValue, job.priority.rawValue, job.allowMetered,
-                    job.sha256, Int64(job.owner.uid), Int64(job.owner.gid), job.owner.groups.map(String.init).joined(separator: ","),
-                    job.bytesReceived, job.bytesTotal, job.reason, job.validators.etag, job.validators.lastModified,
+                    job.id, job.sequence, job.url, job.file, job.state.rawValue, job.priority.rawValue, job.allowMetered,
+                    download?.sha256, Int64(job.owner.uid), Int64(job.owner.gid), job.owner.groups.map(String.init).joined(separator: ","),
+                    job.bytesMoved, job.bytesTotal, job.reason, partial.etag, partial.lastModified,
                     job.attempts, job.retryAt?.microseconds, job.created.microseconds, job.updated.microseconds,
-                    job.refreshSeconds, job.lastChecked?.microseconds, job.nextCheck?.microseconds, job.current.etag, job.current.lastModified,
-                    job.allowInsecureAuth,
-                    job.kind.rawValue, job.method?.rawValue, Self.encode(job.fields), job.fileField, job.responseStatus, job.responseBody,
-                    job.validators.lastModifiedIsStrong, Self.encode(job.constraints),
+                    download?.refreshSeconds, download?.lastChecked?.microseconds, download?.nextCheck?.microseconds,
+                    download?.installed.etag, download?.installed.lastModified, job.allowInsecureAuth,
+                    job.kind.name.rawValue, upload?.form.method.rawValue, Self.encode(upload?.form.fields ?? []), upload?.form.fileField,
+                    upload?.answer?.status, upload?.answer?.body, partial.lastModifiedIsStrong, Self.encode(job.constraints),
                 ]
             )
         }
@@ -164,36 +166,53 @@ public final class JobStore: Sendable {
         String(decoding: (try? JSONEncoder().encode(constraints)) ?? Data("{}".utf8), as: UTF8.self)
     }
 
+    /// The job in `row`; a row whose parts contradict its kind (an upload kept fresh, a PUT with form fields) is refused.
     private static func job(_ row: Row) throws -> Job {
         let groups: String = row["groups"]
         let owner = Owner(
             uid: UInt32(row["uid"] as Int64), gid: UInt32(row["gid"] as Int64),
             groups: groups.split(separator: ",").compactMap { UInt32($0) }
         )
-        let spec = DownloadSpec(
-            url: row["url"], output: row["output"], allowMetered: row["allowMetered"],
-            priority: Priority(rawValue: row["priority"]) ?? .normal, sha256: row["sha256"], allowInsecureAuth: row["allowInsecureAuth"]
-        )
-        var job = Job(id: row["id"], sequence: row["sequence"], spec: spec, owner: owner, created: Timestamp(microseconds: row["created"]))
+        let id: String = row["id"]
+        let kind: Job.Kind
+        switch JobKind(rawValue: row["kind"]) ?? .download {
+        case .download:
+            guard row["method"] as String? == nil, row["fileField"] as String? == nil, row["responseStatus"] as Int? == nil else {
+                throw Job.RecordError("job \(id): a download has no upload method, file field or answer")
+            }
+            kind = .download(Job.Download(
+                output: row["output"], bytesOnDisk: row["bytesReceived"], sha256: row["sha256"],
+                partial: Validators(etag: row["etag"], lastModified: row["lastModified"], lastModifiedIsStrong: row["lastModifiedStrong"]),
+                installed: Validators(etag: row["currentEtag"], lastModified: row["currentLastModified"]),
+                lastChecked: (row["lastChecked"] as Int64?).map(Timestamp.init(microseconds:)), refreshSeconds: row["refreshSeconds"],
+                nextCheck: (row["nextCheck"] as Int64?).map(Timestamp.init(microseconds:))
+            ))
+        case .upload:
+            guard row["refreshSeconds"] as Int64? == nil, row["sha256"] as String? == nil else {
+                throw Job.RecordError("job \(id): an upload is not kept fresh and has no digest")
+            }
+            let fields = (try? JSONDecoder().decode([FormField].self, from: Data((row["fields"] as String).utf8))) ?? []
+            let form: Job.Upload.Form
+            do {
+                form = try Job.Upload.Form(method: (row["method"] as String?).flatMap(UploadMethod.init(rawValue:)) ?? .put,
+                                           fields: fields, fileField: row["fileField"])
+            } catch {
+                throw Job.RecordError("job \(id): \(error.description)")
+            }
+            let answer = (row["responseStatus"] as Int?).map { Job.Upload.Answer(status: $0, body: row["responseBody"]) }
+            kind = .upload(Job.Upload(source: row["output"], bytesSent: row["bytesReceived"], form: form, answer: answer))
+        }
+        var job = Job(id: id, sequence: row["sequence"], url: row["url"], kind: kind, allowMetered: row["allowMetered"],
+                      priority: Priority(rawValue: row["priority"]) ?? .normal, allowInsecureAuth: row["allowInsecureAuth"],
+                      constraints: (try? JSONDecoder().decode(JobConstraints.self, from: Data((row["constraints"] as String).utf8)))
+                          ?? JobConstraints(),
+                      owner: owner, created: Timestamp(microseconds: row["created"]))
         job.state = JobState(rawValue: row["state"]) ?? .queued
-        job.bytesReceived = row["bytesReceived"]
         job.bytesTotal = row["bytesTotal"]
         job.reason = row["reason"]
-        job.validators = Validators(etag: row["etag"], lastModified: row["lastModified"], lastModifiedIsStrong: row["lastModifiedStrong"])
         job.attempts = row["attempts"]
         job.retryAt = (row["retryAt"] as Int64?).map(Timestamp.init(microseconds:))
         job.updated = Timestamp(microseconds: row["updated"])
-        job.refreshSeconds = row["refreshSeconds"]
-        job.lastChecked = (row["lastChecked"] as Int64?).map(Timestamp.init(microseconds:))
-        job.nextCheck = (row["nextCheck"] as Int64?).map(Timestamp.init(microseconds:))
-        job.current = Validators(etag: row["currentEtag"], lastModified: row["currentLastModified"])
-        job.kind = JobKind(rawValue: row["kind"]) ?? .download
-        job.method = (row["method"] as String?).flatMap(UploadMethod.init(rawValue:))
-        job.fields = (try? JSONDecoder().decode([FormField].self, from: Data((row["fields"] as String).utf8))) ?? []
-        job.fileField = row["fileField"]
-        job.responseStatus = row["responseStatus"]
-        job.responseBody = row["responseBody"]
-        job.constraints = (try? JSONDecoder().decode(JobConstraints.self, from: Data((row["constraints"] as String).utf8))) ?? JobConstraints()
         return job
     }
 }

@@ -210,12 +210,13 @@ final class TransferBusService: @unchecked Sendable {
     /// The job as `a{sv}` (docs/transfers.md; "" and -1 where the socket has null).
     static func dictionary(of job: Job) -> BusMessage.Dictionary {
         [
-            ("Id", .string(job.id)), ("Url", .string(job.url)), ("Output", .string(job.output)),
+            ("Id", .string(job.id)), ("Url", .string(job.url)), ("Output", .string(job.file)),
             ("State", .string(job.state.rawValue)), ("Priority", .string(job.priority.rawValue)),
-            ("AllowMetered", .bool(job.allowMetered)), ("Sha256", .string(job.sha256 ?? "")), ("Uid", .uint32(job.owner.uid)),
-            ("BytesReceived", .int64(job.bytesReceived)), ("BytesTotal", .int64(job.bytesTotal ?? -1)),
-            ("Reason", .string(job.reason ?? "")), ("RefreshEvery", .int64(job.refreshSeconds ?? 0)),
-            ("LastChecked", .string(job.lastChecked?.description ?? "")), ("NextCheck", .string(job.nextCheck?.description ?? "")),
+            ("AllowMetered", .bool(job.allowMetered)), ("Sha256", .string(job.download?.sha256 ?? "")), ("Uid", .uint32(job.owner.uid)),
+            ("BytesReceived", .int64(job.bytesMoved)), ("BytesTotal", .int64(job.bytesTotal ?? -1)),
+            ("Reason", .string(job.reason ?? "")), ("RefreshEvery", .int64(job.download?.refreshSeconds ?? 0)),
+            ("LastChecked", .string(job.download?.lastChecked?.description ?? "")),
+            ("NextCheck", .string(job.download?.nextCheck?.description ?? "")),
             ("Constraints", .string(job.constraints.summary)),
         ]
     }
@@ -227,7 +228,7 @@ final class TransferBusService: @unchecked Sendable {
         var rc = BusMessage.append(.string(job.id), to: signal)
         if rc >= 0 { rc = BusMessage.append(.uint32(job.owner.uid), to: signal) }
         if rc >= 0 { rc = BusMessage.append(.string(job.state.rawValue), to: signal) }
-        if rc >= 0 { rc = BusMessage.append(.uint64(UInt64(job.bytesReceived)), to: signal) }
+        if rc >= 0 { rc = BusMessage.append(.uint64(UInt64(job.bytesMoved)), to: signal) }
         if rc >= 0 { rc = BusMessage.append(.int64(job.bytesTotal ?? -1), to: signal) }
         if rc >= 0 { rc = sd_bus_send(bus, signal, nil) }
         if rc < 0 { logger.warning("D-Bus: cannot emit JobChanged: \(String(cString: strerror(-rc)))") }

@@ -9,8 +9,8 @@ extension TransferScheduler {
             running[id] = nil
             return
         }
-        let outcome = job.kind == .upload ? await sendUpload(job) : await download(job)
-        let partialSize = job.kind == .download ? await PartialFile.size(of: job, files: files) : 0
+        let outcome = job.isUpload ? await sendUpload(job) : await download(job)
+        let partialSize = !job.isUpload ? await PartialFile.size(of: job, files: files) : 0
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
     }
 
@@ -30,7 +30,7 @@ extension TransferScheduler {
     private func sendUpload(_ job: Job) async -> FetchOutcome {
         let source: FileToSend
         do {
-            source = try await files.openForReading(job.output)
+            source = try await files.openForReading(job.file)
         } catch {
             return .failed(reason: "failed: \(error)")
         }

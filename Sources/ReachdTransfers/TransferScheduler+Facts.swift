@@ -18,7 +18,7 @@ extension TransferScheduler {
 
     /// The facts for `job`: the free space is looked at only for a job that asks for it.
     func facts(for job: Job, verdict: Verdict?) -> GateFacts {
-        GateFacts(power: power, freeBytes: job.constraints.storageNotLow && job.kind == .download ? Self.freeBytes(besides: job.output) : nil,
+        GateFacts(power: power, freeBytes: job.constraints.storageNotLow && !job.isUpload ? Self.freeBytes(besides: job.file) : nil,
                   roaming: RoamingFact(verdict: verdict))
     }
 

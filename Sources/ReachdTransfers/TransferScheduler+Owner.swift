@@ -128,7 +128,7 @@ extension TransferScheduler {
             throw ProtocolError(.internalError, "the job store could not be written: \(error)")
         }
         machines[job.id] = JobMachine(job, rules: settings.rules)
-        logger.info("\(job.kind.rawValue) \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.output)", "uid": "\(job.owner.uid)"])
+        logger.info("\(job.kind.name.rawValue) \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.file)", "uid": "\(job.owner.uid)"])
         feed(.added, to: job.id)
         reschedule()
         return machines[job.id]?.job ?? job
@@ -142,7 +142,7 @@ extension TransferScheduler {
         } catch {
             throw ProtocolError(.invalidOutput, error.description)
         }
-        if let clash = machines.values.first(where: { !$0.job.state.isTerminal && $0.job.output == spec.output }) {
+        if let clash = machines.values.first(where: { !$0.job.state.isTerminal && $0.job.file == spec.output }) {
             throw ProtocolError(.conflict, "job \(clash.id) is already downloading to \(spec.output)")
         }
         let identity = nextJobIdentity()

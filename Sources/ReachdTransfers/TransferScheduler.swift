@@ -88,7 +88,9 @@ actor TransferScheduler: FetchObserver {
         }
         logger.info("loaded \(stored.count) jobs, \(machines.values.filter { !$0.job.state.isTerminal }.count) unfinished")
         expireFinished()
-        for machine in machines.values where !machine.job.state.isTerminal || machine.job.refreshSeconds != nil { watchHost(of: machine.job) }
+        for machine in machines.values where !machine.job.state.isTerminal || machine.job.download?.refreshSeconds != nil {
+            watchHost(of: machine.job)
+        }
         reschedule()
     }
 
@@ -167,7 +169,7 @@ actor TransferScheduler: FetchObserver {
                     failure = JobFailure("\(error)")
                 }
                 await feedAwaiting(.movedIntoPlace(failure), to: id)
-            case .measureOutput: await feedAwaiting(.outputMeasured(await files.size(of: job.output)), to: id)
+            case .measureOutput: await feedAwaiting(.outputMeasured(await files.size(of: job.file)), to: id)
             default: carryOut(action, for: id)
             }
         }

@@ -105,12 +105,12 @@ public final class UserFiles: Sendable {
         return Int64(info.st_size)
     }
 
-    /// Checks that `job.output` can be created, by creating its (empty) partial file next to it.
+    /// Checks that `job.file` can be created, by creating its (empty) partial file next to it.
     func createPartial(for job: Job) async throws(FileError) {
         try await run { () throws(FileError) in
             var info = stat()
-            if stat(job.output, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-                throw FileError("\(job.output) is a directory", errno: Errno(EISDIR))
+            if stat(job.file, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+                throw FileError("\(job.file) is a directory", errno: Errno(EISDIR))
             }
             _ = try self.open(job.partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o644,
                               failure: "cannot create \(job.partialPath)")

@@ -26,16 +26,16 @@ func formatted(_ value: Double, digits: Int) -> String {
 /// terminal-safe (paths, URLs and reasons come from other users and servers).
 func humanLine(_ job: Job) -> String {
     let constraints = job.constraints.isEmpty ? "" : "  {\(job.constraints.summary)}"
-    if job.kind == .upload {
+    if job.isUpload {
         let total = job.bytesTotal.map(byteCount) ?? "?"
-        let status = job.responseStatus.map { "  [\($0)]" } ?? ""
+        let status = job.upload?.answer.map { "  [\($0.status)]" } ?? ""
         let reason = job.reason.map { "  (\($0))" } ?? ""
-        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)  \(job.output) -> \(job.url)\(status)\(reason)\(constraints)"
+        return "\(job.id)  upload \(job.state.rawValue)  \(byteCount(job.bytesMoved))/\(total)  \(job.file) -> \(job.url)\(status)\(reason)\(constraints)"
             .terminalSafe
     }
     let total = job.bytesTotal.map(byteCount) ?? "?"
-    let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesReceived) * 100 / Double($0)))%" : nil } ?? ""
+    let percent = job.bytesTotal.flatMap { $0 > 0 ? " \(Int(Double(job.bytesMoved) * 100 / Double($0)))%" : nil } ?? ""
     let reason = job.reason.map { "  (\($0))" } ?? ""
-    let refresh = job.nextCheck.map { "  next check \($0)" } ?? ""
-    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesReceived))/\(total)\(percent)  \(job.output)\(reason)\(refresh)\(constraints)".terminalSafe
+    let refresh = job.download?.nextCheck.map { "  next check \($0)" } ?? ""
+    return "\(job.id)  \(job.state.rawValue)  \(byteCount(job.bytesMoved))/\(total)\(percent)  \(job.file)\(reason)\(refresh)\(constraints)".terminalSafe
 }

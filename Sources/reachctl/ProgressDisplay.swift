@@ -18,11 +18,11 @@ struct ProgressDisplay {
     mutating func show(_ job: Job) {
         let now = MonotonicClock.seconds()
         if let sample = rateSample, now - sample.seconds >= 0.5 {
-            let instant = Double(job.bytesReceived - sample.bytes) / (now - sample.seconds)
+            let instant = Double(job.bytesMoved - sample.bytes) / (now - sample.seconds)
             rate = rate == 0 ? instant : 0.7 * rate + 0.3 * instant
-            rateSample = (job.bytesReceived, now)
+            rateSample = (job.bytesMoved, now)
         } else if rateSample == nil || job.state != .running {
-            rateSample = (job.bytesReceived, now)
+            rateSample = (job.bytesMoved, now)
         }
         if job.state != .running { rate = 0 }
         if terminal {
@@ -48,16 +48,16 @@ struct ProgressDisplay {
         let width = 30
         var text = "\(job.id.terminalSafe) \(job.state.rawValue) "
         if let total = job.bytesTotal, total > 0 {
-            let fraction = min(1, Double(job.bytesReceived) / Double(total))
+            let fraction = min(1, Double(job.bytesMoved) / Double(total))
             let filled = Int(fraction * Double(width))
             text += "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
-            text += "\(Int(fraction * 100))% \(byteCount(job.bytesReceived))/\(byteCount(total))"
+            text += "\(Int(fraction * 100))% \(byteCount(job.bytesMoved))/\(byteCount(total))"
             if rate > 0 {
-                let eta = Int(Double(total - job.bytesReceived) / rate)
+                let eta = Int(Double(total - job.bytesMoved) / rate)
                 text += " \(byteCount(Int64(rate)))/s ETA \(eta / 60):" + (eta % 60 < 10 ? "0" : "") + "\(eta % 60)"
             }
         } else {
-            text += byteCount(job.bytesReceived)
+            text += byteCount(job.bytesMoved)
             if rate > 0 { text += " \(byteCount(Int64(rate)))/s" }
         }
         return text

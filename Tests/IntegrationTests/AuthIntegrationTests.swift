@@ -95,7 +95,7 @@ final class AuthIntegrationTests: XCTestCase {
         let got = try lab.waitFor(get, "completed") { $0.state.isTerminal }
         XCTAssertEqual(got.state, .completed, got.reason ?? "")
         XCTAssertEqual(try lab.download(["refresh", get]).status, 0)
-        try lab.waitFor(get, "checked (conditional GET)") { $0.state == .completed && $0.lastChecked != got.lastChecked }
+        try lab.waitFor(get, "checked (conditional GET)") { $0.state == .completed && $0.download?.lastChecked != got.download?.lastChecked }
         XCTAssertEqual(try lab.fetch(https + "c.bin").status, 0, "cache fill")
         try "payload".write(toFile: lab.lab.directory + "/up.txt", atomically: true, encoding: .utf8)
         for url in [https + "up.bin", http + "up-plain.bin"] {

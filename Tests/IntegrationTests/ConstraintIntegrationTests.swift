@@ -41,7 +41,7 @@ final class ConstraintIntegrationTests: XCTestCase {
         let failing = try lab.add(lab.url("d.bin"), output: lab.out + "/e.bin",
                                   ["--deadline", deadline.description, "--after-deadline", "fail", "--not-before", "2099-01-01T00:00:00Z"])
         let waiting = try lab.waitFor(relaxed, "waiting for an unmetered route") { $0.state == .deferred && ($0.reason ?? "").contains("metered (wwan0)") }
-        XCTAssertEqual(waiting.bytesReceived, 0)
+        XCTAssertEqual(waiting.bytesMoved, 0)
         let done = try lab.waitFor(relaxed, "completed on wwan0 after its deadline") { $0.state == .completed }
         XCTAssertGreaterThanOrEqual(done.updated, deadline)
         XCTAssertEqual(try lab.sha256(lab.out + "/d.bin"), sum)
@@ -95,7 +95,7 @@ final class ConstraintIntegrationTests: XCTestCase {
         _ = try lab.lab.run("mount -o remount,size=200M \(disk)")
         // The free space is looked at again every 30 s while a job asks for it.
         let done = try lab.waitFor(id, "completed once there is room", timeout: 90) { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 3_000_000)
+        XCTAssertEqual(done.bytesMoved, 3_000_000)
         XCTAssertEqual(try lab.sha256(disk + "/s.bin"), sum)
     }
 
@@ -123,7 +123,7 @@ final class ConstraintIntegrationTests: XCTestCase {
         _ = lab.lab.stopDaemon()
         try startReachd(limit: 100_000_000)
         let done = try lab.waitFor(id, "completed within the larger budget") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 3_000_000)
+        XCTAssertEqual(done.bytesMoved, 3_000_000)
         XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
     }
 

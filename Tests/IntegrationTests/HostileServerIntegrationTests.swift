@@ -36,7 +36,7 @@ final class HostileServerIntegrationTests: XCTestCase {
         _ = try lab.serve("f.bin", bytes: 3_000_000, seed: 1)
         // The server honours Range but ignores If-Range: after the drop it sends the new version's bytes as a 206.
         let id = try lab.add(lab.url("f.bin?drop-after=1000000&ignore-if-range=1"), output: lab.out + "/f.bin")
-        try lab.waitFor(id, "waiting to retry") { $0.state == .deferred && $0.bytesReceived > 0 }
+        try lab.waitFor(id, "waiting to retry") { $0.state == .deferred && $0.bytesMoved > 0 }
         let newSum = try lab.serve("f.bin", bytes: 3_000_000, seed: 7)
         let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")

@@ -71,7 +71,7 @@ final class NetworkConstraintIntegrationTests: XCTestCase {
 
         try modemManager.setRegistration(ModemRegistration.home.rawValue)
         let done = try lab.waitFor(id, "completed at home") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 300_000)
+        XCTAssertEqual(done.bytesMoved, 300_000)
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
     }
 
@@ -94,7 +94,7 @@ final class NetworkConstraintIntegrationTests: XCTestCase {
 
         try lab.addEth0()
         let done = try lab.waitFor(held, "completed on eth0") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 300_000)
+        XCTAssertEqual(done.bytesMoved, 300_000)
         XCTAssertEqual(try lab.sha256(lab.out + "/u.bin"), sum)
     }
 
@@ -113,10 +113,10 @@ final class NetworkConstraintIntegrationTests: XCTestCase {
         let any = try lab.add(lab.url("a.bin"), output: lab.out + "/a.bin", ["--network", "any"])
         let done = try lab.waitFor(any, "completed on wwan0") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(done.bytesReceived, 3_000_000)
+        XCTAssertEqual(done.bytesMoved, 3_000_000)
         XCTAssertEqual(try lab.sha256(lab.out + "/a.bin"), sum)
         let still = try lab.client().job(TransferRequest(op: .show, job: plain))
         XCTAssertEqual(still.state, .deferred, "the job without constraints still waits")
-        XCTAssertEqual(still.bytesReceived, 0)
+        XCTAssertEqual(still.bytesMoved, 0)
     }
 }

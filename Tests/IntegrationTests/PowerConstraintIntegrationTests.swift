@@ -73,7 +73,7 @@ final class PowerConstraintIntegrationTests: XCTestCase {
         let id = try lab.add(lab.url("p.bin"), output: lab.out + "/p.bin", ["--power", "on-ac-power,not-power-saver", "--sha256", sum])
 
         let onBattery = try lab.waitFor(id, "waiting on battery") { $0.state == .deferred && $0.reason == "waiting: on battery, 35 %" }
-        XCTAssertEqual(onBattery.bytesReceived, 0)
+        XCTAssertEqual(onBattery.bytesMoved, 0)
         XCTAssertEqual(onBattery.constraints.power, [.onACPower, .notPowerSaver])
         let listed = try lab.download(["list"])
         XCTAssertTrue(listed.out.contains("(waiting: on battery, 35 %)  {power=not-power-saver,on-ac-power}"), listed.out)
@@ -84,7 +84,7 @@ final class PowerConstraintIntegrationTests: XCTestCase {
 
         try set(Self.profiles, "/net/hadess/PowerProfiles", Self.profiles, "ActiveProfile", "string:balanced")
         let done = try lab.waitFor(id, "completed in balanced on AC") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 3 << 20)
+        XCTAssertEqual(done.bytesMoved, 3 << 20)
         XCTAssertEqual(try lab.sha256(lab.out + "/p.bin"), sum)
     }
 
@@ -115,7 +115,7 @@ final class PowerConstraintIntegrationTests: XCTestCase {
 
         try set(Self.upower, Self.display, Self.upower + ".Device", "WarningLevel", "uint32:1")
         let done = try lab.waitFor(id, "completed on a battery that is not low") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 300_000)
+        XCTAssertEqual(done.bytesMoved, 300_000)
         XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
     }
 
@@ -124,16 +124,16 @@ final class PowerConstraintIntegrationTests: XCTestCase {
         try startDaemon(expecting: ["onBattery=false"])
         let sum = try lab.serve("r.bin", bytes: 12 << 20)
         let id = try lab.add(lab.url("r.bin?rate=4000000"), output: lab.out + "/r.bin", ["--power", "on-ac-power", "--sha256", sum])
-        try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesReceived > 2_000_000 }
+        try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesMoved > 2_000_000 }
 
         try set(Self.upower, "/org/freedesktop/UPower", Self.upower, "OnBattery", "boolean:true")
         // No battery on the display device: the reason has no share.
         let paused = try lab.waitFor(id, "paused on battery") { $0.state == .deferred && $0.reason == "waiting: on battery" }
-        XCTAssertLessThan(paused.bytesReceived, 12 << 20)
+        XCTAssertLessThan(paused.bytesMoved, 12 << 20)
 
         try set(Self.upower, "/org/freedesktop/UPower", Self.upower, "OnBattery", "boolean:false")
         let done = try lab.waitFor(id, "completed on AC") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 12 << 20)
+        XCTAssertEqual(done.bytesMoved, 12 << 20)
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
         let requests = lab.gets("r.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")

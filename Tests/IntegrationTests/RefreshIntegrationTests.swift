@@ -29,14 +29,14 @@ final class RefreshIntegrationTests: XCTestCase {
         try start()
         let sum = try lab.serve("r.bin", bytes: 400_000)
         let id = try lab.add(lab.url("r.bin"), output: lab.out + "/r.bin", ["--refresh-every", "1s"])
-        let first = try lab.waitFor(id, "completed") { $0.state == .completed && $0.lastChecked != nil }
-        XCTAssertEqual(first.refreshSeconds, 1)
-        XCTAssertNotNil(first.nextCheck)
-        let etag = try XCTUnwrap(first.validators.etag)
+        let first = try lab.waitFor(id, "completed") { $0.state == .completed && $0.download?.lastChecked != nil }
+        XCTAssertEqual(first.download?.refreshSeconds, 1)
+        XCTAssertNotNil(first.download?.nextCheck)
+        let etag = try XCTUnwrap(first.download?.partial.etag)
         let before = inode(lab.out + "/r.bin")
-        let checked = try lab.waitFor(id, "checked again", timeout: 30) { $0.state == .completed && $0.lastChecked != first.lastChecked }
-        XCTAssertEqual(checked.bytesReceived, 400_000)
-        XCTAssertGreaterThan(checked.nextCheck!, checked.lastChecked!)
+        let checked = try lab.waitFor(id, "checked again", timeout: 30) { $0.state == .completed && $0.download?.lastChecked != first.download?.lastChecked }
+        XCTAssertEqual(checked.bytesMoved, 400_000)
+        XCTAssertGreaterThan(checked.download!.nextCheck!, checked.download!.lastChecked!)
         XCTAssertEqual(inode(lab.out + "/r.bin"), before, "the file was not rewritten")
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
         let check = try XCTUnwrap(lab.gets("r.bin", atLeast: 2).dropFirst().first)
@@ -50,13 +50,13 @@ final class RefreshIntegrationTests: XCTestCase {
         _ = try lab.serve("r.bin", bytes: 300_000, seed: 1)
         let id = try lab.add(lab.url("r.bin"), output: lab.out + "/r.bin")
         let first = try lab.waitFor(id, "completed") { $0.state == .completed }
-        XCTAssertNil(first.nextCheck, "a one-off download plans no check")
+        XCTAssertNil(first.download?.nextCheck, "a one-off download plans no check")
         let newSum = try lab.serve("r.bin", bytes: 250_000, seed: 9)
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
-        let swapped = try lab.waitFor(id, "replaced") { $0.state == .completed && $0.lastChecked != first.lastChecked }
+        let swapped = try lab.waitFor(id, "replaced") { $0.state == .completed && $0.download?.lastChecked != first.download?.lastChecked }
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), newSum)
-        XCTAssertNotEqual(swapped.validators.etag, first.validators.etag, "the new version's validators")
-        XCTAssertEqual(swapped.bytesReceived, 250_000)
+        XCTAssertNotEqual(swapped.download?.partial.etag, first.download?.partial.etag, "the new version's validators")
+        XCTAssertEqual(swapped.bytesMoved, 250_000)
         XCTAssertEqual(lab.gets("r.bin", atLeast: 2).last?["status"] as? Int, 200)
 
         try FileManager.default.removeItem(atPath: lab.www + "/r.bin")
@@ -78,8 +78,8 @@ final class RefreshIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), oldSum)
         let newSum = try lab.serve("r.bin", bytes: 400_000, seed: 5)
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
-        let swapped = try lab.waitFor(id, "replaced") { $0.state == .completed && $0.lastChecked != first.lastChecked }
-        XCTAssertEqual(swapped.bytesReceived, 400_000)
+        let swapped = try lab.waitFor(id, "replaced") { $0.state == .completed && $0.download?.lastChecked != first.download?.lastChecked }
+        XCTAssertEqual(swapped.bytesMoved, 400_000)
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), newSum)
         let requests = lab.gets("r.bin", atLeast: 3)
         XCTAssertEqual(requests.map { $0["status"] as? Int }, [200, 200, 206])
@@ -89,7 +89,7 @@ final class RefreshIntegrationTests: XCTestCase {
         let range = try XCTUnwrap(requests[2]["range"] as? String)
         let offset = try XCTUnwrap(Int(range.dropFirst("bytes=".count).dropLast()), range)
         XCTAssertTrue(range.hasPrefix("bytes=") && range.hasSuffix("-") && (1...150_000).contains(offset), range)
-        XCTAssertEqual(requests[2]["ifRange"] as? String, swapped.validators.etag, "resumed under the new version's validator")
+        XCTAssertEqual(requests[2]["ifRange"] as? String, swapped.download?.partial.etag, "resumed under the new version's validator")
     }
 
     func testALargeNewVersionWaitsForAnUnmeteredRouteWhileAnUnchangedOneIsCheckedOnWWAN() throws {
@@ -100,7 +100,7 @@ final class RefreshIntegrationTests: XCTestCase {
         try lab.eth0Down()
         try lab.waitForLoggedVerdict("wwan")
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
-        job = try lab.waitFor(id, "checked on wwan0") { [last = job.lastChecked] in $0.state == .completed && $0.lastChecked != last }
+        job = try lab.waitFor(id, "checked on wwan0") { [last = job.download?.lastChecked] in $0.state == .completed && $0.download?.lastChecked != last }
         XCTAssertEqual(lab.gets("big.bin", atLeast: 2).last?["status"] as? Int, 304, "a check costs no body, so it runs on a metered route")
 
         let newSum = try lab.serve("big.bin", bytes: 3_500_000, seed: 5)
@@ -110,7 +110,7 @@ final class RefreshIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), oldSum, "the old file stays while the new one waits")
 
         try lab.eth0Up()
-        try lab.waitFor(id, "replaced over eth0") { $0.state == .completed && $0.bytesReceived == 3_500_000 }
+        try lab.waitFor(id, "replaced over eth0") { $0.state == .completed && $0.bytesMoved == 3_500_000 }
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), newSum)
     }
 

@@ -70,7 +70,7 @@ final class TransferBusIntegrationTests: XCTestCase {
         XCTAssertThrowsError(try call("Resume", "s \(id)")) { XCTAssertTrue("\($0)".contains("is completed"), "\($0)") }
         let refreshed = try call("Refresh", "s \(id)")
         XCTAssertTrue(refreshed.contains(#""Id" s "\#(id)""#), refreshed)
-        try lab.waitFor(id, "checked") { $0.state == .completed && $0.lastChecked != nil && $0.reason == nil && $0.nextCheck == nil }
+        try lab.waitFor(id, "checked") { $0.state == .completed && $0.download?.lastChecked != nil && $0.reason == nil && $0.download?.nextCheck == nil }
     }
 
     func testAddTakesConstraints() throws {

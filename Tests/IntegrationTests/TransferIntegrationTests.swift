@@ -125,18 +125,18 @@ final class TransferIntegrationTests: XCTestCase {
         try start()
         let sum = try lab.serve("big.bin", bytes: 12 << 20)
         let id = try lab.add(lab.url("big.bin?rate=4000000"), output: lab.out + "/big.bin", ["--sha256", sum])
-        try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesReceived > 2_000_000 }
+        try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesMoved > 2_000_000 }
         try lab.eth0Down()
         let paused = try lab.waitFor(id, "deferred after eth0 went down", timeout: 30) { $0.state == .deferred }
         XCTAssertTrue((paused.reason ?? "").contains("metered (wwan0)"), paused.reason ?? "")
         usleep(1_000_000)
         let stillPaused = try lab.client().job(TransferRequest(op: .show, job: id))
         XCTAssertEqual(stillPaused.state, .deferred)
-        XCTAssertLessThan(stillPaused.bytesReceived, 12 << 20)
+        XCTAssertLessThan(stillPaused.bytesMoved, 12 << 20)
 
         try lab.eth0Up()
         let done = try lab.waitFor(id, "completed after eth0 came back", timeout: 30) { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 12 << 20)
+        XCTAssertEqual(done.bytesMoved, 12 << 20)
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
         let requests = lab.gets("big.bin", atLeast: 2)
         XCTAssertEqual(requests.count, 2, "\(requests)")
@@ -146,7 +146,7 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(resume["status"] as? Int, 206)
         XCTAssertNotNil(resume["ifRange"] as? String)
         let offset = Int(range.dropFirst(6).dropLast())!
-        XCTAssertGreaterThanOrEqual(offset, stillPaused.bytesReceived > 0 ? 2_000_000 : 0)
+        XCTAssertGreaterThanOrEqual(offset, stillPaused.bytesMoved > 0 ? 2_000_000 : 0)
     }
 
     func testDroppedConnectionIsRetriedWithRange() throws {
@@ -173,7 +173,7 @@ final class TransferIntegrationTests: XCTestCase {
         try start()
         _ = try lab.serve("f.bin", bytes: 3_000_000, seed: 1)
         let id = try lab.add(lab.url("f.bin?drop-after=1000000"), output: lab.out + "/f.bin")
-        try lab.waitFor(id, "waiting to retry") { $0.state == .deferred && $0.bytesReceived > 0 }
+        try lab.waitFor(id, "waiting to retry") { $0.state == .deferred && $0.bytesMoved > 0 }
         let newSum = try lab.serve("f.bin", bytes: 2_500_000, seed: 7)
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), newSum, "the new version, whole, not old bytes plus new")
@@ -198,7 +198,7 @@ final class TransferIntegrationTests: XCTestCase {
         let size = 2_000_000
         let sum = try lab.serve("f.bin", bytes: size)
         let id = try lab.add(lab.url("f.bin?rate=1000000"), output: lab.out + "/f.bin")
-        try lab.waitFor(id, "running") { $0.state == .running && $0.bytesReceived > 200_000 }
+        try lab.waitFor(id, "running") { $0.state == .running && $0.bytesMoved > 200_000 }
         XCTAssertEqual(try lab.download(["pause", id]).status, 0)
         try lab.waitFor(id, "paused") { $0.state == .paused }
         // The partial file already holds everything (as after a crash between the last write and the rename).
@@ -239,7 +239,7 @@ final class TransferIntegrationTests: XCTestCase {
         let size = 10 << 20
         let sum = try lab.serve("big.bin", bytes: size)
         let id = try lab.add(lab.url("big.bin?rate=3000000"), output: lab.out + "/big.bin")
-        try lab.waitFor(id, "3 MB on disk") { $0.bytesReceived > 3_000_000 }
+        try lab.waitFor(id, "3 MB on disk") { $0.bytesMoved > 3_000_000 }
         lab.stopDaemon(signal: SIGKILL)
         try lab.startDaemon(config: config)
         try lab.waitFor(id, "completed after the restart", timeout: 30) { $0.state == .completed }
@@ -270,7 +270,7 @@ final class TransferIntegrationTests: XCTestCase {
         try "old contents\n".write(toFile: lab.out + "/f.bin", atomically: true, encoding: .utf8)
         let sum = try lab.serve("f.bin", bytes: 4_000_000)
         let id = try lab.add(lab.url("f.bin?rate=2000000"), output: lab.out + "/f.bin")
-        try lab.waitFor(id, "running") { $0.bytesReceived > 500_000 }
+        try lab.waitFor(id, "running") { $0.bytesMoved > 500_000 }
         XCTAssertEqual(try String(contentsOfFile: lab.out + "/f.bin", encoding: .utf8), "old contents\n")
         try lab.waitFor(id, "completed") { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/f.bin"), sum)
@@ -372,12 +372,12 @@ final class TransferIntegrationTests: XCTestCase {
         let sum = try lab.serve("n.bin", bytes: 6_000_000)
         let url = "http://mirror.test:8081/n.bin"
         let id = try lab.add(url, output: lab.out + "/n.bin", ["--sha256", sum])
-        try lab.waitFor(id, "running") { $0.state == .running && $0.bytesReceived > 1_000_000 }
+        try lab.waitFor(id, "running") { $0.state == .running && $0.bytesMoved > 1_000_000 }
         let pause = try lab.download(["pause", id])
         XCTAssertEqual(pause.status, 0, pause.err)
         let paused = try lab.waitFor(id, "paused") { $0.state == .paused }
         usleep(500_000)
-        XCTAssertEqual(try lab.client().job(TransferRequest(op: .show, job: id)).bytesReceived, paused.bytesReceived, "nothing arrives while paused")
+        XCTAssertEqual(try lab.client().job(TransferRequest(op: .show, job: id)).bytesMoved, paused.bytesMoved, "nothing arrives while paused")
         XCTAssertEqual(try lab.download(["resume", id]).status, 0)
         let wait = try lab.download(["wait", id, "--timeout", "30"])
         XCTAssertEqual(wait.status, 0, wait.err)
@@ -408,7 +408,7 @@ final class TransferIntegrationTests: XCTestCase {
             last = job
         }
         XCTAssertEqual(last?.state, .completed)
-        XCTAssertEqual(last?.bytesReceived, 2_000_000)
+        XCTAssertEqual(last?.bytesMoved, 2_000_000)
         XCTAssertTrue(states.contains(.running), "\(states)")
         XCTAssertEqual(try lab.sha256(lab.out + "/lib.bin"), sum)
         let listed = try await queue.jobs()

@@ -358,7 +358,7 @@ final class TransferLab {
         while !condition(job) {
             let left = deadline.timeIntervalSinceNow
             guard left > 0, let next = try client.nextEvent(timeout: left) else {
-                XCTFail("timed out waiting for job \(id) to be \(what); last: \(job.state.rawValue) \(job.bytesReceived)/\(job.bytesTotal.map(String.init) ?? "?") \(job.reason ?? "")", file: file, line: line)
+                XCTFail("timed out waiting for job \(id) to be \(what); last: \(job.state.rawValue) \(job.bytesMoved)/\(job.bytesTotal.map(String.init) ?? "?") \(job.reason ?? "")", file: file, line: line)
                 throw LabError("timed out waiting for \(what)")
             }
             job = next

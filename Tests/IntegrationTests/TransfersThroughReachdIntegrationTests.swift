@@ -27,7 +27,7 @@ final class TransfersThroughReachdIntegrationTests: XCTestCase {
 
         let sum = try lab.serve("big.bin", bytes: 12 << 20)
         let id = try lab.add(lab.url("big.bin?rate=4000000"), output: lab.out + "/big.bin", ["--sha256", sum])
-        try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesReceived > 2_000_000 }
+        try lab.waitFor(id, "running with 2 MB on disk") { $0.state == .running && $0.bytesMoved > 2_000_000 }
         try lab.eth0Down()
         let paused = try lab.waitFor(id, "deferred after reachd saw eth0 go down") { $0.state == .deferred }
         XCTAssertTrue((paused.reason ?? "").contains("metered (wwan0)"), paused.reason ?? "")
@@ -42,7 +42,7 @@ final class TransfersThroughReachdIntegrationTests: XCTestCase {
         // reachd is back: the connection is made again, and the job completes over eth0.
         try lab.lab.startDaemon()
         let done = try lab.waitFor(id, "completed once reachd is back") { $0.state == .completed }
-        XCTAssertEqual(done.bytesReceived, 12 << 20)
+        XCTAssertEqual(done.bytesMoved, 12 << 20)
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), sum)
     }
 

@@ -72,10 +72,10 @@ final class UploadIntegrationTests: XCTestCase {
         let id = try upload(source.path, to: url("put.bin"))
         let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(done.kind, .upload)
-        XCTAssertEqual(done.responseStatus, 201)
-        XCTAssertTrue((done.responseBody ?? "").contains(source.sum), done.responseBody ?? "")
-        XCTAssertEqual(done.bytesReceived, 900_000)
+        XCTAssertEqual(done.kind.name, .upload)
+        XCTAssertEqual(done.upload?.answer?.status, 201)
+        XCTAssertTrue((done.upload?.answer?.body ?? "").contains(source.sum), done.upload?.answer?.body ?? "")
+        XCTAssertEqual(done.bytesMoved, 900_000)
         XCTAssertEqual(try lab.sha256(received + "/put.bin"), source.sum)
         XCTAssertEqual(requests(atLeast: 1).last?["contentType"] as? String, "application/octet-stream")
     }
@@ -92,7 +92,7 @@ final class UploadIntegrationTests: XCTestCase {
                                                     "--field", "empty=", "--file-field", "payload"])
         let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(done.responseStatus, 200)
+        XCTAssertEqual(done.upload?.answer?.status, 200)
         let summary = try XCTUnwrap(requests(atLeast: 1).last)
         XCTAssertEqual(summary["multipart"] as? Bool, true)
         XCTAssertEqual(summary["fields"] as? [String: String], ["title": "Ünïcode \"quoted\" =value", "empty": ""])
@@ -117,17 +117,17 @@ final class UploadIntegrationTests: XCTestCase {
         XCTAssertTrue(deferred.reason!.contains("8000000 bytes exceed the metered threshold"), deferred.reason!)
         XCTAssertTrue(requests().isEmpty)
         try lab.addEth0()
-        try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesReceived > 0 }
+        try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesMoved > 0 }
         // Progress events are rate-limited; the job as shown is current.
         var sending = try lab.client().job(TransferRequest(op: .show, job: id))
-        try eventually("the upload to have sent a quarter, not all", detail: "last: \(sending.state.rawValue) \(sending.bytesReceived)") {
+        try eventually("the upload to have sent a quarter, not all", detail: "last: \(sending.state.rawValue) \(sending.bytesMoved)") {
             sending = try lab.client().job(TransferRequest(op: .show, job: id))
-            return sending.state != .running || (2_000_000..<8_000_000).contains(sending.bytesReceived)
+            return sending.state != .running || (2_000_000..<8_000_000).contains(sending.bytesMoved)
         }
         XCTAssertEqual(sending.state, .running, "still sending when the route turns metered")
         try lab.eth0Down()
         let stopped = try lab.waitFor(id, "stopped by the metered switch", timeout: 30) { $0.state == .deferred }
-        XCTAssertEqual(stopped.bytesReceived, 0, "an upload starts over")
+        XCTAssertEqual(stopped.bytesMoved, 0, "an upload starts over")
         XCTAssertTrue(stopped.reason!.contains("metered (wwan0)"), stopped.reason!)
         try lab.eth0Up()
         // The whole file again at the server's 500 kB/s: 16 s at least.
@@ -146,8 +146,8 @@ final class UploadIntegrationTests: XCTestCase {
         let id = try upload(source.path, to: url("e.bin?endless=1"))
         let done = try lab.waitFor(id, "completed", timeout: 30) { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(done.responseStatus, 201)
-        XCTAssertEqual(done.responseBody, String(repeating: "x", count: 1024))
+        XCTAssertEqual(done.upload?.answer?.status, 201)
+        XCTAssertEqual(done.upload?.answer?.body, String(repeating: "x", count: 1024))
         let answered = try XCTUnwrap(requests(atLeast: 1).last)
         XCTAssertLessThan(answered["answerBytes"] as? Int ?? .max, 4 << 20, "the client stopped reading long before the server would have")
     }
@@ -177,7 +177,7 @@ final class UploadIntegrationTests: XCTestCase {
         let id = try upload(source.path, to: url("r.bin?redirect=/landed.bin"))
         let done = try lab.waitFor(id, "completed") { $0.state.isTerminal }
         XCTAssertEqual(done.state, .completed, done.reason ?? "")
-        XCTAssertEqual(done.responseStatus, 201)
+        XCTAssertEqual(done.upload?.answer?.status, 201)
         XCTAssertEqual(requests(atLeast: 2).map { "\($0["path"] as? String ?? "?") \($0["status"] as? Int ?? 0)" },
                        ["/r.bin 307", "/landed.bin 201"])
         XCTAssertEqual(try lab.sha256(received + "/landed.bin"), source.sum)
@@ -185,7 +185,7 @@ final class UploadIntegrationTests: XCTestCase {
         let permanent = try upload(source.path, to: url("p.bin?redirect=/moved.bin&code=308"), ["--method", "POST"])
         let moved = try lab.waitFor(permanent, "completed") { $0.state.isTerminal }
         XCTAssertEqual(moved.state, .completed, moved.reason ?? "")
-        XCTAssertEqual(moved.responseStatus, 200)
+        XCTAssertEqual(moved.upload?.answer?.status, 200)
 
         let found = try upload(source.path, to: url("f.bin?redirect=/elsewhere.bin&code=302"))
         let refused = try lab.waitFor(found, "failed") { $0.state.isTerminal }
@@ -218,7 +218,7 @@ final class UploadIntegrationTests: XCTestCase {
         for (path, method, status) in [("moved", "POST", 301), ("found", "POST", 302), ("see-other", "PUT", 303), ("see-other", "POST", 303)] {
             let id = try upload(source.path, to: "https://mirror.test:8443/\(path)", ["--method", method])
             let done = try lab.waitFor(id, "failed") { $0.state.isTerminal }
-            XCTAssertEqual(done.state, .failed, "\(method) answered \(status): \(done.responseStatus.map(String.init) ?? "-")")
+            XCTAssertEqual(done.state, .failed, "\(method) answered \(status): \((done.upload?.answer?.status).map(String.init) ?? "-")")
             XCTAssertTrue((done.reason ?? "").hasPrefix("failed: server answered \(status): <html>"), done.reason ?? "")
         }
         XCTAssertFalse(lab.nginxAccessLog.contains("GET /landing.bin"), lab.nginxAccessLog)
@@ -226,7 +226,7 @@ final class UploadIntegrationTests: XCTestCase {
         let temporary = try upload(source.path, to: "https://mirror.test:8443/temporary")
         let landed = try lab.waitFor(temporary, "completed") { $0.state.isTerminal }
         XCTAssertEqual(landed.state, .completed, landed.reason ?? "")
-        XCTAssertEqual(landed.responseStatus, 201)
+        XCTAssertEqual(landed.upload?.answer?.status, 201)
         XCTAssertEqual(try lab.sha256(received + "/landed.bin"), source.sum)
     }
 
@@ -251,7 +251,7 @@ final class UploadIntegrationTests: XCTestCase {
         for listed in shown[..<2] { XCTAssertTrue(listed.out.contains("evil\\x1b]0;owned\\x07\\u{9b}2J.bin"), listed.out) }
         XCTAssertTrue(shown[2].err.contains("line two\\u{9b}31m"), shown[2].err)
         let json = try lab.download(["show", id, "--json"]).out
-        XCTAssertEqual(try JSONDecoder().decode(Job.self, from: Data(json.utf8)).output, name)
+        XCTAssertEqual(try JSONDecoder().decode(Job.self, from: Data(json.utf8)).file, name)
     }
 
     /// A file cut short once its last piece is handed to NIO: sendfile would send nothing, again and again, until the
@@ -261,7 +261,7 @@ final class UploadIntegrationTests: XCTestCase {
         let source = try file("short.bin", bytes: 12_000_000)
         let id = try upload(source.path, to: url("short.bin?rate=1000000"))
         // The first 4 MiB piece is written to the socket: the other two are handed over.
-        try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesReceived > 0 }
+        try lab.waitFor(id, "sending") { $0.state == .running && $0.bytesMoved > 0 }
         XCTAssertEqual(truncate(source.path, 1_000_000), 0)
         let failed = try lab.waitFor(id, "failed") { $0.state.isTerminal }
         XCTAssertEqual(failed.state, .failed)

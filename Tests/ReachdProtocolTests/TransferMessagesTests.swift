@@ -21,11 +21,11 @@ final class TransferMessagesTests: XCTestCase {
         busy.state = .deferred
         busy.priority = .high
         busy.allowMetered = true
-        busy.sha256 = sha
-        busy.bytesReceived = 1 << 40
+        busy.changeDownload { $0.sha256 = sha }
+        busy.bytesMoved = 1 << 40
         busy.bytesTotal = 1 << 41
         busy.reason = "deferred: route to mirror.test is metered (wwan0), size unknown; \"waits\" \\ é\n"
-        busy.validators = Validators(etag: "W/\"x\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        busy.changeDownload { $0.partial = Validators(etag: "W/\"x\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT") }
         busy.attempts = 3
         busy.retryAt = Timestamp(microseconds: 1_795_319_530_123_456)
         busy.updated = Timestamp(microseconds: 1_795_319_529_000_001)

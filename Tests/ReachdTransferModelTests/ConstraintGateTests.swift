@@ -27,7 +27,7 @@ final class ConstraintGateTests: XCTestCase {
     func job(_ set: [String: String], total: Int64? = 5000, received: Int64 = 0, upload: Bool = false) -> Job {
         var job = F.job(upload: upload)
         job.bytesTotal = total
-        job.bytesReceived = received
+        job.bytesMoved = received
         for (key, value) in set { XCTAssertNil(job.constraints.set(key, to: value), key) }
         return job
     }

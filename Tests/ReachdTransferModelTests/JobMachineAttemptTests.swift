@@ -55,7 +55,7 @@ final class JobMachineAttemptTests: XCTestCase {
         let actions = machine.handle(.attemptEnded(.stopped, partialSize: 700), at: F.at(3))
         XCTAssertEqual(actions.effects, [.attemptOver, .reschedule])
         XCTAssertEqual(machine.job.state, .deferred)
-        XCTAssertEqual(machine.job.bytesReceived, 700)
+        XCTAssertEqual(machine.job.bytesMoved, 700)
         XCTAssertTrue(machine.job.reason?.hasPrefix("deferred: route to a.test is metered (wwan0)") ?? false)
         _ = machine.handle(.reevaluate(F.unmetered), at: F.at(4))
         XCTAssertEqual(machine.job.state, .queued)
@@ -111,7 +111,7 @@ final class JobMachineAttemptTests: XCTestCase {
         _ = machine.handle(.progressed(bytes: 10), at: F.at(2))
         _ = machine.handle(.attemptEnded(.retry(reason: "reset", retryAfter: nil), partialSize: 10), at: F.at(3))
         XCTAssertEqual(machine.job.attempts, 1)
-        XCTAssertEqual(machine.job.bytesReceived, 10)
+        XCTAssertEqual(machine.job.bytesMoved, 10)
     }
 
     func testRestartDropsThePartialVersion() {
@@ -119,12 +119,12 @@ final class JobMachineAttemptTests: XCTestCase {
         for (before, state) in table {
             var job = F.job()
             job.attempts = before
-            job.validators = Validators(etag: "\"v1\"")
+            job.changeDownload { $0.partial = Validators(etag: "\"v1\"") }
             var machine = F.running(job)
             _ = machine.handle(.attemptEnded(.restart(reason: "416"), partialSize: 400), at: F.at(2))
             XCTAssertEqual(machine.job.state, state)
-            XCTAssertEqual(machine.job.bytesReceived, 0)
-            XCTAssertEqual(machine.job.validators, Validators())
+            XCTAssertEqual(machine.job.bytesMoved, 0)
+            XCTAssertEqual(machine.job.download?.partial, Validators())
         }
     }
 
@@ -150,16 +150,16 @@ final class JobMachineAttemptTests: XCTestCase {
             var machine = F.running()
             let validators = Validators(etag: "\"v2\"")
             _ = machine.handle(.attemptStarted(offset: offset, total: 1000, validators: validators), at: F.at(2))
-            XCTAssertEqual(machine.job.bytesReceived, offset)
+            XCTAssertEqual(machine.job.bytesMoved, offset)
             XCTAssertEqual(machine.job.bytesTotal, 1000)
             XCTAssertEqual(machine.handle(.attemptEnded(.complete(total: 1000), partialSize: 1000), at: F.at(3)), [.moveIntoPlace])
             XCTAssertEqual(machine.job.state, .running, "until the file is in place")
             let actions = machine.handle(.movedIntoPlace(nil), at: F.at(4))
             XCTAssertEqual(actions.effects, [.attemptOver, .unwatchHost, .reschedule])
             XCTAssertEqual(machine.job.state, .completed)
-            XCTAssertEqual(machine.job.current, validators)
-            XCTAssertEqual(machine.job.lastChecked, F.at(4).now)
-            XCTAssertNil(machine.job.nextCheck)
+            XCTAssertEqual(machine.job.download?.installed, validators)
+            XCTAssertEqual(machine.job.download?.lastChecked, F.at(4).now)
+            XCTAssertNil(machine.job.download?.nextCheck)
             XCTAssertFalse(machine.life.holdsSlot)
         }
     }
@@ -195,7 +195,7 @@ final class JobMachineAttemptTests: XCTestCase {
     /// A refresh check is due at its time; a 304 keeps the file, a 200 replaces it, a failure keeps it too.
     func testRefreshChecks() {
         var machine = F.completedRefreshing()
-        XCTAssertEqual(machine.job.nextCheck, F.at(70).now)
+        XCTAssertEqual(machine.job.download?.nextCheck, F.at(70).now)
         XCTAssertEqual(machine.wakeAt, F.at(70).now)
         _ = machine.handle(.reevaluate(F.metered), at: F.at(69))
         XCTAssertEqual(machine.job.state, .completed)
@@ -221,8 +221,8 @@ final class JobMachineAttemptTests: XCTestCase {
             XCTAssertEqual(actions.effects, effects, "\(events)")
             XCTAssertEqual(check.job.state, .completed)
             XCTAssertEqual(check.job.reason, reason)
-            XCTAssertEqual(check.job.lastChecked, lastChecked)
-            XCTAssertEqual(check.job.nextCheck, F.at(140).now)
+            XCTAssertEqual(check.job.download?.lastChecked, lastChecked)
+            XCTAssertEqual(check.job.download?.nextCheck, F.at(140).now)
         }
     }
 
@@ -232,13 +232,13 @@ final class JobMachineAttemptTests: XCTestCase {
         _ = machine.handle(.progressed(bytes: 30), at: F.at(3))
         var retried = machine
         _ = retried.handle(.attemptEnded(.retry(reason: "reset", retryAfter: nil), partialSize: 0), at: F.at(4))
-        XCTAssertEqual(retried.job.bytesReceived, 0, "an upload starts again from its first byte")
+        XCTAssertEqual(retried.job.bytesMoved, 0, "an upload starts again from its first byte")
         let actions = machine.handle(.attemptEnded(.uploaded(status: 201, body: "ok"), partialSize: 0), at: F.at(4))
         XCTAssertEqual(actions.effects, [.attemptOver, .unwatchHost, .reschedule])
         XCTAssertEqual(machine.job.state, .completed)
-        XCTAssertEqual(machine.job.bytesReceived, 40)
-        XCTAssertEqual(machine.job.responseStatus, 201)
-        XCTAssertEqual(machine.job.responseBody, "ok")
+        XCTAssertEqual(machine.job.bytesMoved, 40)
+        XCTAssertEqual(machine.job.upload?.answer?.status, 201)
+        XCTAssertEqual(machine.job.upload?.answer?.body, "ok")
     }
 
     /// Progress is stored at checkpoints (100 bytes or 1 s) and told to watchers at most every 0.25 s.
@@ -255,7 +255,7 @@ final class JobMachineAttemptTests: XCTestCase {
         ]
         for (second, bytes, actions) in table {
             XCTAssertEqual(machine.handle(.progressed(bytes: bytes), at: F.at(second)), actions, "\(second)")
-            XCTAssertEqual(machine.job.bytesReceived, bytes)
+            XCTAssertEqual(machine.job.bytesMoved, bytes)
         }
     }
 
@@ -311,7 +311,7 @@ extension Job {
     /// This job with `bytes` received, and changed at second `updated` when given.
     func with(bytes: Int64, updated: Double? = nil) -> Job {
         var job = self
-        job.bytesReceived = bytes
+        job.bytesMoved = bytes
         if let updated { job.updated = Fixture.at(updated).now }
         return job
     }

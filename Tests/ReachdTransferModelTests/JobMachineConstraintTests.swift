@@ -31,7 +31,7 @@ final class JobMachineConstraintTests: XCTestCase {
         let ended = machine.handle(.attemptEnded(.stopped, partialSize: 3100), at: moment(utc(2026, 11, 27, 5, 0)))
         XCTAssertEqual(ended.effects, [.attemptOver, .reschedule], "the partial file stays")
         XCTAssertEqual(machine.job.state, .deferred)
-        XCTAssertEqual(machine.job.bytesReceived, 3100)
+        XCTAssertEqual(machine.job.bytesMoved, 3100)
         XCTAssertEqual(machine.job.reason, "waiting until 01:00 (window 01:00-06:00)")
         _ = machine.handle(.reevaluate(F.unmetered), at: moment(utc(2026, 11, 27, 5, 1)))
         XCTAssertEqual(machine.job.state, .deferred)
@@ -39,7 +39,7 @@ final class JobMachineConstraintTests: XCTestCase {
         _ = machine.handle(.reevaluate(F.unmetered), at: moment(utc(2026, 11, 28, 0, 0)))
         XCTAssertEqual(machine.job.state, .queued)
         XCTAssertNil(machine.job.reason)
-        XCTAssertEqual(machine.job.bytesReceived, 3100, "it goes on from the partial file")
+        XCTAssertEqual(machine.job.bytesMoved, 3100, "it goes on from the partial file")
     }
 
     func testGoingOnBatteryPausesARunningJobAndACResumesIt() {
@@ -53,7 +53,7 @@ final class JobMachineConstraintTests: XCTestCase {
         _ = machine.handle(.attemptEnded(.stopped, partialSize: 1200), at: moment(noon))
         XCTAssertEqual(machine.job.state, .deferred)
         XCTAssertEqual(machine.job.reason, "waiting: on battery, 35 %")
-        XCTAssertEqual(machine.job.bytesReceived, 1200)
+        XCTAssertEqual(machine.job.bytesMoved, 1200)
         _ = machine.handle(.reevaluate(battery), at: moment(noon))
         XCTAssertEqual(machine.job.state, .deferred)
         XCTAssertNil(machine.wakeAt, "nothing on the clock: a power change wakes it")

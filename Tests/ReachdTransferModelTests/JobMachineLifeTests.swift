@@ -51,8 +51,8 @@ final class JobMachineLifeTests: XCTestCase {
 
     private var refreshDue: Job {
         var job = F.job(refresh: 60)
-        job.lastChecked = F.at(0).now
-        job.nextCheck = F.at(5).now
+        job.changeDownload { $0.lastChecked = F.at(0).now }
+        job.changeDownload { $0.nextCheck = F.at(5).now }
         return job
     }
 

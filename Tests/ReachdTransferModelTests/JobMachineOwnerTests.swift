@@ -89,7 +89,7 @@ final class JobMachineOwnerTests: XCTestCase {
         _ = machine.handle(.pause, at: F.at(2))
         let actions = machine.handle(.attemptEnded(.stopped, partialSize: 300), at: F.at(3))
         XCTAssertEqual(machine.job.state, .paused)
-        XCTAssertEqual(machine.job.bytesReceived, 300)
+        XCTAssertEqual(machine.job.bytesMoved, 300)
         XCTAssertEqual(actions.effects, [.attemptOver, .reschedule])
         XCTAssertEqual(actions.persisted?.updated, F.at(3).now)
     }
@@ -109,7 +109,7 @@ final class JobMachineOwnerTests: XCTestCase {
     func testRefreshInEveryState() {
         var completed = F.completedRefreshing()
         XCTAssertEqual(completed.handle(.refresh, at: F.at(20)).effects, [.watchHost, .reschedule])
-        XCTAssertEqual(completed.job.nextCheck, F.at(20).now)
+        XCTAssertEqual(completed.job.download?.nextCheck, F.at(20).now)
         XCTAssertEqual(completed.handle(.reevaluate(F.unmetered), at: F.at(20)).effects, [])
         XCTAssertEqual(completed.job.state, .queued)
         XCTAssertEqual(completed.handle(.refresh, at: F.at(21)), [], "a refresh check under way is not asked again")
@@ -140,7 +140,7 @@ final class JobMachineOwnerTests: XCTestCase {
         _ = machine.handle(.attemptEnded(.stopped, partialSize: 50), at: F.at(3))
         XCTAssertEqual(machine.job.state, .deferred)
         XCTAssertEqual(machine.job.reason, "deferred: reachd-transfers stopped")
-        XCTAssertEqual(machine.job.bytesReceived, 50)
+        XCTAssertEqual(machine.job.bytesMoved, 50)
     }
 
     /// A crashed service's jobs: a running one is queued again from what its partial file holds.
@@ -156,13 +156,13 @@ final class JobMachineOwnerTests: XCTestCase {
         ]
         for (stored, partial, state, bytes, kept) in table {
             var job = F.job(stored)
-            job.bytesReceived = 999
-            job.validators = validators
+            job.bytesMoved = 999
+            job.changeDownload { $0.partial = validators }
             var machine = F.machine(job)
             XCTAssertEqual(machine.handle(.recovered(partialSize: partial), at: F.at(50)), [], "nothing is written at load")
             XCTAssertEqual(machine.job.state, state, "\(stored)")
-            XCTAssertEqual(machine.job.bytesReceived, bytes, "\(stored)")
-            XCTAssertEqual(machine.job.validators, kept, "\(stored)")
+            XCTAssertEqual(machine.job.bytesMoved, bytes, "\(stored)")
+            XCTAssertEqual(machine.job.download?.partial, kept, "\(stored)")
             XCTAssertFalse(machine.life.holdsSlot)
         }
     }

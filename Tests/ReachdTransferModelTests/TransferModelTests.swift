@@ -423,9 +423,10 @@ final class TransferModelTests: XCTestCase {
             + #""state":"queued","uid":1000,"updated":"2023-11-14T22:13:20.000000Z","url":"http://mirror.test/x"}"#)
 
         var full = fresh
-        (full.state, full.allowMetered, full.sha256, full.attempts) = (.deferred, true, String(repeating: "ab", count: 32), 2)
-        (full.bytesReceived, full.bytesTotal, full.reason) = (123, 456, "deferred: \"quoted\"\n")
-        full.validators = Validators(etag: "\"e\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT")
+        (full.state, full.allowMetered, full.attempts) = (.deferred, true, 2)
+        full.changeDownload { $0.sha256 = String(repeating: "ab", count: 32) }
+        (full.bytesMoved, full.bytesTotal, full.reason) = (123, 456, "deferred: \"quoted\"\n")
+        full.changeDownload { $0.partial = Validators(etag: "\"e\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT") }
         (full.retryAt, full.updated) = (Timestamp(microseconds: 1_700_000_001_000_001), Timestamp(microseconds: 1_700_000_002_654_321))
         for original in [fresh, full] {
             let decoded = try JSONDecoder().decode(Job.self, from: encoder.encode(original))

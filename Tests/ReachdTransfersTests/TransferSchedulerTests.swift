@@ -146,15 +146,15 @@ final class TransferSchedulerTests: XCTestCase {
         var job = Job(id: "0123456789abcdef", sequence: 7, spec: DownloadSpec(url: "http://a.test/g.bin", output: directory + "/g.bin"),
                       owner: owner, created: .now())
         job.state = .running
-        job.bytesReceived = 999
-        job.validators = Validators(etag: "\"v1\"")
+        job.bytesMoved = 999
+        job.changeDownload { $0.partial = Validators(etag: "\"v1\"") }
         try JobStore(directory: directory + "/state").save(job)
         XCTAssertTrue(FileManager.default.createFile(atPath: job.partialPath, contents: Data(count: 300)))
         try await withScheduler { scheduler, _ in
             let loaded = try await scheduler.show(job.id, owner: owner)
             XCTAssertEqual(loaded.state, .deferred)
-            XCTAssertEqual(loaded.bytesReceived, 300)
-            XCTAssertEqual(loaded.validators.etag, "\"v1\"")
+            XCTAssertEqual(loaded.bytesMoved, 300)
+            XCTAssertEqual(loaded.download?.partial.etag, "\"v1\"")
             let next = try await scheduler.add(DownloadSpec(url: "http://a.test/h.bin", output: directory + "/h.bin"), owner: owner)
             XCTAssertEqual(next.sequence, 8, "new jobs queue after the stored ones")
         }

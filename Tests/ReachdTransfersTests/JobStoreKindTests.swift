@@ -1,0 +1,45 @@
+import Foundation
+import GRDB
+import ReachdModel
+@testable import ReachdTransfers
+import ReachdTransferModel
+import XCTest
+
+/// A stored row whose columns contradict its kind (written by hand or by a broken version) is refused with the
+/// job named, not loaded as a record that mixes a download's and an upload's parts.
+final class JobStoreKindTests: XCTestCase {
+    private var directory = ""
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "jobstore-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func assertRefused(_ sql: String, _ words: String, line: UInt = #line) throws {
+        let store = try JobStore(directory: directory)
+        let upload = Job(id: "00000000000000aa", sequence: 1, upload: UploadSpec(file: directory + "/in.bin", url: "http://up.test/in"),
+                         owner: Owner(uid: 1000, gid: 1000), created: Timestamp(microseconds: 1_700_000_000_000_000))
+        try store.save(upload)
+        XCTAssertEqual(try store.all(), [upload], line: line)
+        try store.database.write { try $0.execute(sql: sql) }
+        XCTAssertThrowsError(try store.all(), line: line) { error in
+            XCTAssertTrue("\(error)".contains("job 00000000000000aa: \(words)"), "\(error)", line: line)
+        }
+    }
+
+    func testAStoredUploadKeptFreshIsRefused() throws {
+        try assertRefused("UPDATE job SET refreshSeconds = 60", "an upload is not kept fresh")
+    }
+
+    func testAStoredPutWithFormFieldsIsRefused() throws {
+        try assertRefused(#"UPDATE job SET fields = '[{"name":"a","value":"b"}]'"#, "a PUT upload has no form fields")
+    }
+
+    func testAStoredDownloadWithAnUploadsAnswerIsRefused() throws {
+        try assertRefused("UPDATE job SET kind = 'download', method = NULL, responseStatus = 201", "a download has no upload method")
+    }
+}
