@@ -164,7 +164,7 @@ actor TransferScheduler: FetchObserver {
             case .moveIntoPlace:
                 var failure: JobFailure?
                 do {
-                    try await PartialFile.existing(for: job, files: files).moveIntoPlace(at: job.output)
+                    try await PartialFile.existing(for: job, files: files).moveIntoPlace(at: job.file)
                 } catch {
                     failure = JobFailure("\(error)")
                 }

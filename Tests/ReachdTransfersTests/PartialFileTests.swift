@@ -81,11 +81,11 @@ final class PartialFileTests: XCTestCase {
 
     func testMovingIntoPlaceReplacesTheOutput() async throws {
         let job = job(output: directory + "/out.bin")
-        try "old".write(toFile: job.output, atomically: false, encoding: .utf8)
+        try "old".write(toFile: job.file, atomically: false, encoding: .utf8)
         let file = try await PartialFile.open(for: job, files: files)
         try await write(["new"], to: file, at: 0)
-        try await file.moveIntoPlace(at: job.output)
-        XCTAssertEqual(contents(job.output), "new")
+        try await file.moveIntoPlace(at: job.file)
+        XCTAssertEqual(contents(job.file), "new")
         XCTAssertFalse(FileManager.default.fileExists(atPath: job.partialPath))
         let left = await PartialFile.size(of: job, files: files)
         XCTAssertEqual(left, 0)
@@ -94,20 +94,20 @@ final class PartialFileTests: XCTestCase {
     func testAFailedRenameLeavesThePartialFileAndSaysWhyWithItsErrno() async throws {
         // The output is a directory with something in it: a file cannot be renamed over it.
         let job = job(output: directory + "/out.bin")
-        try FileManager.default.createDirectory(atPath: job.output + "/inside", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: job.file + "/inside", withIntermediateDirectories: true)
         let file = try await PartialFile.open(for: job, files: files)
         try await write(["kept"], to: file, at: 0)
         do {
-            try await file.moveIntoPlace(at: job.output)
+            try await file.moveIntoPlace(at: job.file)
             XCTFail("a file was renamed over a directory")
         } catch {
             // `error` is a FileError by the signature: no downcast.
             XCTAssertEqual(error.errno?.rawValue, EISDIR, "\(error)")
-            XCTAssertTrue(error.description.hasPrefix("cannot rename \(job.partialPath) to \(job.output): "), error.description)
+            XCTAssertTrue(error.description.hasPrefix("cannot rename \(job.partialPath) to \(job.file): "), error.description)
         }
         XCTAssertEqual(contents(job.partialPath), "kept")
         var isDirectory: ObjCBool = false
-        XCTAssertTrue(FileManager.default.fileExists(atPath: job.output, isDirectory: &isDirectory) && isDirectory.boolValue)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: job.file, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
     func testAClientsFileIsNotMovedIntoAGuardedDirectory() async throws {
