@@ -57,11 +57,14 @@ public final class ReachdConnection {
     /// Event lines read while waiting for a reply, delivered before anything else.
     private var heldEvents: [[UInt8]] = []
 
-    /// Connects to the socket at `path`, where `daemon` listens; a reply line longer than `maximumLineLength` bytes
-    /// is malformed (1 MiB; a `subscribe` answer for 1,024 hosts takes up to 4 MiB).
-    public init(path: String, daemon: ServingDaemon = .reachd, maximumLineLength: Int = 1 << 20) throws(ClientError) {
+    /// The longest reply line taken (4 MiB): the largest answer reachd sends, a `subscribe` or `status` of
+    /// `Request.maximumHosts` hosts, fits; a longer line is malformed.
+    public static let maximumReplyLineLength = 1 << 22
+
+    /// Connects to the socket at `path`, where `daemon` listens.
+    public init(path: String, daemon: ServingDaemon = .reachd) throws(ClientError) {
         self.daemon = daemon
-        framer = LineFramer(maximumLineLength: max(1, maximumLineLength))
+        framer = LineFramer(maximumLineLength: Self.maximumReplyLineLength)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ClientError(.io(call: "socket", errno: errno), talkingTo: daemon) }
         var address = sockaddr_un()

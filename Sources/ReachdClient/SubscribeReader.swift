@@ -41,8 +41,6 @@ public final class SubscribeReader: Sendable {
     private let daemon: ServingDaemon
     /// What is sent on each connection; nil for an owner that sends its own requests.
     private let request: Request?
-    /// The longest reply line taken: an owner's `subscribe` of `Request.maximumHosts` hosts is answered in one.
-    private var maximumLineLength: Int { request == nil ? 1 << 22 : 1 << 20 }
     private let handlers: Handlers
     /// Held while an owner's request is sent, so that two are not interleaved.
     private let sending = Mutex(())
@@ -105,7 +103,7 @@ public final class SubscribeReader: Sendable {
         var pending = machine.handle(.start)
         var first: ReachdConnection?
         if firstMustConnect {
-            let connection = try ReachdConnection(path: path, daemon: daemon, maximumLineLength: reader.maximumLineLength)
+            let connection = try ReachdConnection(path: path, daemon: daemon)
             _ = reader.socket.withLock { $0.opened(connection.fileDescriptor) }
             pending = []
             if machine.handle(.connected).contains(.announceConnected) { reader.hand { handlers.connected?(reader) } }
@@ -206,7 +204,7 @@ public final class SubscribeReader: Sendable {
             switch pending.removeFirst() {
             case .connect:
                 do throws(ClientError) {
-                    let opened = try ReachdConnection(path: path, daemon: daemon, maximumLineLength: maximumLineLength)
+                    let opened = try ReachdConnection(path: path, daemon: daemon)
                     guard socket.withLock({ $0.opened(opened.fileDescriptor) }) else { take(.stop); continue }
                     connection = opened
                     if let request { try opened.send(request) }

@@ -1,0 +1,78 @@
+import Foundation
+import ReachdClient
+import ReachdModel
+import ReachdProtocol
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client takes the largest answer reachd sends: a `subscribe` of `Request.maximumHosts` long names, judged
+/// through a link, is one line over 1 MiB (the old limit, which failed bench/run's 1,000 hosts); a line over the
+/// limit is still refused as malformed.
+final class ReplyLineLimitTests: XCTestCase {
+    /// A host verdict as reachd judges one: a 253-character name, an IPv4 and an IPv6 address, routed out of eth0.
+    private static func hostVerdict(_ number: Int) -> StampedVerdict {
+        let name = String(repeating: "a", count: 240) + String(format: "%05d", number) + ".example"
+        let v4 = IPAddress("198.18.0.5")!, v6 = IPAddress("2001:db8::5")!
+        let snapshot = NetworkSnapshot(links: [LinkInfo(index: 2, name: "eth0", flags: [.up, .running, .lowerUp], carrier: true)])
+        let route = RouteDecision.route(type: .unicast, interfaceIndex: 2, gateway: IPAddress("192.0.2.1"), source: IPAddress("192.0.2.2"))
+        let verdict = HostVerdict().verdict(host: name, resolution: .addresses([v4, v6]), decisions: [v4: route, v6: route], in: snapshot)
+        return StampedVerdict(verdict: verdict, sequence: UInt64(number), timestamp: Timestamp(microseconds: 1_700_000_000_000_000))
+    }
+
+    /// Serves one connection: reads the request line, answers `reply`, keeps the connection until the test ends.
+    private func serve(_ reply: [UInt8]) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reply-limit-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/reachd.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        let served = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            var byte: UInt8 = 0
+            while read(client, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
+            var offset = 0
+            while offset < reply.count {
+                let n = reply[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard n > 0 else { break }
+                offset += n
+            }
+            served.wait()
+            close(client)
+        }
+        addTeardownBlock {
+            served.signal()
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        return path
+    }
+
+    func testTheAnswerForTheMostHostsIsTaken() throws {
+        let verdicts = (1...Request.maximumHosts).map(Self.hostVerdict)
+        let reply = Reply.subscribed(id: nil, verdicts: verdicts).encodedLine()
+        XCTAssertGreaterThan(reply.count, 1 << 20, "the answer must be over the old 1 MiB limit for this test to mean anything")
+        XCTAssertLessThanOrEqual(reply.count, ReachdConnection.maximumReplyLineLength)
+        let connection = try ReachdConnection(path: try serve(reply))
+        let answered = try connection.verdicts(for: Request(op: .subscribe, hosts: verdicts.map(\.verdict.target)), timeout: 60)
+        XCTAssertEqual(answered.map(\.verdict.target), verdicts.map(\.verdict.target))
+    }
+
+    func testALineOverTheLimitIsMalformed() throws {
+        let reply = Array(repeating: UInt8(ascii: "x"), count: ReachdConnection.maximumReplyLineLength + 1) + [UInt8(ascii: "\n")]
+        let connection = try ReachdConnection(path: try serve(reply))
+        XCTAssertThrowsError(try connection.verdicts(for: Request(op: .ping), timeout: 60)) { error in
+            guard let error = error as? ClientError, case .malformedReply = error.failure else { return XCTFail("\(error)") }
+        }
+    }
+}
