@@ -15,12 +15,15 @@ final class PartialFile: Sendable {
     /// Opened it, and runs its blocking calls.
     let files: UserFiles
     private let descriptor: OwnedDescriptor
+    /// The file's size when it was opened (`fstat`, the open's check that it is a regular file).
+    let sizeWhenOpened: Int64
     /// A client's file, whose rename into place is refused in a guarded directory; false for the daemon's own.
     private let isClients: Bool
 
-    init(path: String, descriptor: consuming OwnedDescriptor, files: UserFiles, isClients: Bool) {
+    init(path: String, opened: consuming RegularFile, files: UserFiles, isClients: Bool) {
         self.path = path
-        self.descriptor = descriptor
+        self.sizeWhenOpened = opened.size
+        self.descriptor = opened.descriptor
         self.files = files
         self.isClients = isClients
     }
@@ -31,8 +34,8 @@ final class PartialFile: Sendable {
     /// Opens the partial file of download `job` for writing, creating it if it went missing.
     static func open(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile {
         try await files.run { () throws(FileError) in
-            PartialFile(path: job.partialPath, descriptor: try files.open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644,
-                                                                         failure: "cannot open \(job.partialPath)"),
+            PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644,
+                                                                     failure: "cannot open \(job.partialPath)"),
                         files: files, isClients: true)
         }
     }
@@ -40,20 +43,18 @@ final class PartialFile: Sendable {
     /// Opens the partial file of download `job` as it is (not created), for measuring or moving it into place.
     static func existing(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile {
         try await files.run { () throws(FileError) in
-            PartialFile(path: job.partialPath, descriptor: try files.open(job.partialPath, O_RDONLY | O_NOFOLLOW,
-                                                                         failure: "cannot open \(job.partialPath)"),
+            PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, O_RDONLY | O_NOFOLLOW,
+                                                                     failure: "cannot open \(job.partialPath)"),
                         files: files, isClients: true)
         }
     }
 
-    /// The size of the partial file of download `job`, measured as an open one measures itself; 0 when it is missing
-    /// or cannot be opened.
+    /// The size of the partial file of download `job` when opened; 0 when it is missing or cannot be opened.
     static func size(of job: Job, files: UserFiles) async -> Int64 {
-        guard let file = try? await existing(for: job, files: files) else { return 0 }
-        return (try? await file.size()) ?? 0
+        (try? await existing(for: job, files: files))?.sizeWhenOpened ?? 0
     }
 
-    /// The file's size now: the one way a partial file is measured (`fstat` of its descriptor).
+    /// The file's size now (`fstat` of its descriptor), as written since it was opened.
     func size() async throws(FileError) -> Int64 {
         try await files.run { () throws(FileError) in
             var info = stat()

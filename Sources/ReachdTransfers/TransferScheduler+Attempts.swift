@@ -9,21 +9,20 @@ extension TransferScheduler {
             running[id] = nil
             return
         }
-        let outcome = job.isUpload ? await sendUpload(job) : await download(job)
-        let partialSize = !job.isUpload ? await PartialFile.size(of: job, files: files) : 0
+        let (outcome, partialSize) = job.isUpload ? (await sendUpload(job), 0) : await download(job)
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
     }
 
-    /// A download into the partial file, from what it holds.
-    private func download(_ job: Job) async -> FetchOutcome {
+    /// A download into the partial file, from what it holds: the outcome, and what the partial file holds after it.
+    private func download(_ job: Job) async -> (FetchOutcome, partialSize: Int64) {
         let file: PartialFile
         do {
             file = try await PartialFile.open(for: job, files: files)
         } catch {
-            return .failed(reason: "failed: \(error)")
+            return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        let offset = (try? await file.size()) ?? 0
-        return await fetcher.fetch(job, into: file, offset: offset, credentials: await credentials(for: job), observer: self)
+        let outcome = await fetcher.fetch(job, into: file, offset: file.sizeWhenOpened, credentials: await credentials(for: job), observer: self)
+        return (outcome, (try? await file.size()) ?? 0)
     }
 
     /// An upload: the file opened as its owner, sent whole.

@@ -27,6 +27,12 @@ package struct FileError: Error, CustomStringConvertible, Sendable {
     var isDiskFull: Bool { errno.map { [ENOSPC, EDQUOT].contains($0.rawValue) } ?? false }
 }
 
+/// An open regular file and its size when opened (`fstat`).
+struct RegularFile: ~Copyable {
+    var descriptor: OwnedDescriptor
+    let size: Int64
+}
+
 /// Creates, opens, renames and removes job files on the file threads, as the daemon's own user: a per-user
 /// instance is the user, so the kernel decides (permissions, ACLs, read-only mounts) exactly as for them; the
 /// system instance writes only where its administrator has granted its user. Nothing switches identity.
@@ -59,9 +65,9 @@ public final class UserFiles: Sendable {
 
     /// `openRegular`, refusing what lies in a guarded directory (checked on the open descriptor, whatever
     /// symbolic links led there).
-    func open(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws(FileError) -> OwnedDescriptor {
+    func open(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws(FileError) -> RegularFile {
         let file = try Self.openRegular(path, flags, mode: mode, failure: failure())
-        try refuseIfGuarded(file.raw, named: path)
+        try refuseIfGuarded(file.descriptor.raw, named: path)
         return file
     }
 
@@ -81,28 +87,22 @@ public final class UserFiles: Sendable {
 
     /// Opens `path` without blocking and only if it is a regular file: a FIFO, device or directory would
     /// block a file thread (and with it other jobs' file operations) or is no file to transfer.
-    /// The descriptor is returned in blocking mode.
-    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws(FileError) -> OwnedDescriptor {
+    /// The descriptor is returned in blocking mode, with the size the check measured.
+    static func openRegular(_ path: String, _ flags: Int32, mode: mode_t = 0, failure: @autoclosure () -> String) throws(FileError) -> RegularFile {
         let file: OwnedDescriptor
         do throws(SystemCallError) {
             file = try OwnedDescriptor.open(path, flags | O_NONBLOCK | O_NOCTTY, mode: mode)
         } catch {
             throw FileError(failure(), error)
         }
-        guard size(of: file, regularOnly: true) != nil else {
+        var info = stat()
+        let raw = file.raw
+        guard (try? SystemCall.retrying("fstat", { fstat(raw, &info) })) != nil, (info.st_mode & S_IFMT) == S_IFREG else {
             throw FileError("\(path) is not a regular file (a FIFO, device or directory cannot be read or written by a transfer)",
                             errno: Errno(EINVAL))
         }
         _ = fcntl(file.raw, F_SETFL, fcntl(file.raw, F_GETFL) & ~O_NONBLOCK)
-        return file
-    }
-
-    /// The size of an open file (`fstat`); nil when it cannot be measured or, with `regularOnly`, is no regular file.
-    static func size(of file: borrowing OwnedDescriptor, regularOnly: Bool = false) -> Int64? {
-        var info = stat()
-        guard (try? SystemCall.retrying("fstat", { fstat(file.raw, &info) })) != nil,
-              !regularOnly || (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
+        return RegularFile(descriptor: file, size: Int64(info.st_size))
     }
 
     /// Checks that `job.file` can be created, by creating its (empty) partial file next to it.
@@ -130,8 +130,8 @@ public final class UserFiles: Sendable {
     func create(_ path: String, mode: mode_t) async throws(FileError) -> PartialFile {
         try await run { () throws(FileError) in
             let file = try Self.openRegular(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: mode, failure: "cannot create \(path)")
-            fchmod(file.raw, mode)
-            return PartialFile(path: path, descriptor: file, files: self, isClients: false)
+            fchmod(file.descriptor.raw, mode)
+            return PartialFile(path: path, opened: file, files: self, isClients: false)
         }
     }
 
@@ -144,8 +144,8 @@ public final class UserFiles: Sendable {
     func openForReading(_ path: String) async throws(FileError) -> FileToSend {
         try await run { () throws(FileError) in
             let file = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
-            let size = Self.size(of: file) ?? 0
-            return FileToSend(descriptor: file, size: size, threads: self.threads)
+            let size = file.size
+            return FileToSend(descriptor: file.descriptor, size: size, threads: self.threads)
         }
     }
 
@@ -158,14 +158,15 @@ public final class UserFiles: Sendable {
     func read(_ path: String) async throws(FileError) -> String {
         try await run { () throws(FileError) in
             let file = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
-            return String(decoding: SmallFile.bytes(of: file, limit: 1 << 20).prefix(1 << 20), as: UTF8.self)
+            return String(decoding: SmallFile.bytes(of: file.descriptor, limit: 1 << 20).prefix(1 << 20), as: UTF8.self)
         }
     }
 
     /// Lowercase hex SHA-256 of a file the daemon may read (a download's partial file, to check it).
     func sha256(ofFileAt path: String) async throws(FileError) -> String {
         try await run { () throws(FileError) in
-            try FileDigest.sha256(of: try self.open(path, O_RDONLY, failure: "cannot read \(path)"))
+            let file = try self.open(path, O_RDONLY, failure: "cannot read \(path)")
+            return try FileDigest.sha256(of: file.descriptor)
         }
     }
 
