@@ -112,10 +112,25 @@ public final class JobStore: Sendable {
         return migrator
     }
 
-    /// Every job, oldest first.
-    public func all() throws -> [Job] {
+    /// What the table holds: its jobs oldest first, and the rows refused because their parts contradict their kind
+    /// (written by hand or by a broken version), which stay in the table untouched.
+    public struct Stored: Sendable {
+        public var jobs: [Job] = []
+        public var refused: [Job.RecordError] = []
+    }
+
+    /// Every job, oldest first; a row that is no job is refused alone, not the whole table.
+    public func all() throws -> Stored {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM job ORDER BY sequence").map(Self.job)
+            var stored = Stored()
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM job ORDER BY sequence") {
+                do {
+                    stored.jobs.append(try Self.job(row))
+                } catch let error as Job.RecordError {
+                    stored.refused.append(error)
+                }
+            }
+            return stored
         }
     }
 

@@ -78,8 +78,12 @@ actor TransferScheduler: FetchObserver {
 
     /// Loads the stored jobs; interrupted ones resume from their partial files.
     func load() async throws {
-        let stored = try store.all()
-        nextSequence = (stored.map(\.sequence).max() ?? 0) + 1
+        let table = try store.all()
+        for refusal in table.refused {
+            logger.error("\(refusal): the row is left in the job table and not loaded")
+        }
+        let stored = table.jobs
+        nextSequence = try store.nextSequence()
         for job in stored {
             var machine = JobMachine(job, rules: settings.rules)
             let partialSize = job.state.isTerminal ? 0 : await PartialFile.size(of: job, files: files)

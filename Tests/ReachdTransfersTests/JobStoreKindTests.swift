@@ -6,7 +6,7 @@ import ReachdTransferModel
 import XCTest
 
 /// A stored row whose columns contradict its kind (written by hand or by a broken version) is refused with the
-/// job named, not loaded as a record that mixes a download's and an upload's parts.
+/// job named, not loaded as a record that mixes a download's and an upload's parts; the other rows load.
 final class JobStoreKindTests: XCTestCase {
     private var directory = ""
 
@@ -24,11 +24,15 @@ final class JobStoreKindTests: XCTestCase {
         let upload = Job(id: "00000000000000aa", sequence: 1, upload: UploadSpec(file: directory + "/in.bin", url: "http://up.test/in"),
                          owner: Owner(uid: 1000, gid: 1000), created: Timestamp(microseconds: 1_700_000_000_000_000))
         try store.save(upload)
-        XCTAssertEqual(try store.all(), [upload], line: line)
-        try store.database.write { try $0.execute(sql: sql) }
-        XCTAssertThrowsError(try store.all(), line: line) { error in
-            XCTAssertTrue("\(error)".contains("job 00000000000000aa: \(words)"), "\(error)", line: line)
-        }
+        let download = Job(id: "00000000000000bb", sequence: 2, spec: DownloadSpec(url: "http://a.test/g.bin", output: directory + "/g.bin"),
+                           owner: Owner(uid: 1000, gid: 1000), created: Timestamp(microseconds: 1_700_000_000_000_000))
+        try store.save(download)
+        XCTAssertEqual(try store.all().jobs, [upload, download], line: line)
+        try store.database.write { try $0.execute(sql: sql + " WHERE id = '00000000000000aa'") }
+        let stored = try store.all()
+        XCTAssertEqual(stored.jobs, [download], line: line)
+        XCTAssertEqual(stored.refused.count, 1, line: line)
+        XCTAssertTrue("\(stored.refused)".contains("job 00000000000000aa: \(words)"), "\(stored.refused)", line: line)
     }
 
     func testAStoredUploadKeptFreshIsRefused() throws {

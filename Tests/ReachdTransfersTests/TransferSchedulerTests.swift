@@ -160,6 +160,26 @@ final class TransferSchedulerTests: XCTestCase {
         }
     }
 
+    /// A row that is no job (an upload kept fresh) does not stop the daemon's start: it stays in the table, unloaded,
+    /// and the other jobs load; a new job queues after every row.
+    func testARowThatIsNoJobIsLeftAndTheOthersLoad() async throws {
+        let store = try JobStore(directory: directory + "/state")
+        let upload = Job(id: "00000000000000aa", sequence: 3, upload: UploadSpec(file: directory + "/in.bin", url: "http://up.test/in"),
+                         owner: owner, created: .now())
+        let download = Job(id: "00000000000000bb", sequence: 2, spec: DownloadSpec(url: "http://a.test/g.bin", output: directory + "/g.bin"),
+                           owner: owner, created: .now())
+        try store.save(upload)
+        try store.save(download)
+        try await store.database.write { try $0.execute(sql: "UPDATE job SET refreshSeconds = 60 WHERE id = '00000000000000aa'") }
+        try await withScheduler { scheduler, store in
+            let loaded = try await scheduler.show(download.id, owner: owner)
+            XCTAssertEqual(loaded.id, download.id)
+            XCTAssertEqual(try store.all().refused.count, 1, "the row is still in the table")
+            let next = try await scheduler.add(DownloadSpec(url: "http://a.test/h.bin", output: directory + "/h.bin"), owner: owner)
+            XCTAssertEqual(next.sequence, 4, "new jobs queue after every row, the refused one too")
+        }
+    }
+
     /// A power change reaches every job's gate: on battery a job that asks for AC power waits (a running one is
     /// stopped), on AC it runs; its constraints are kept in the store.
     func testPowerChangesStopAndStartAJobThatAsksForACPower() async throws {
@@ -171,7 +191,7 @@ final class TransferSchedulerTests: XCTestCase {
             let added = try await scheduler.add(spec, owner: owner)
             let waiting = try await first(scheduler) { $0.id == added.id && $0.state == .deferred && $0.reason == "waiting: on battery, 35 %" }
             XCTAssertNotNil(waiting, "it waits on battery, once its host's verdict is in")
-            XCTAssertEqual(try store.all().first?.constraints, spec.constraints, "kept in the store")
+            XCTAssertEqual(try store.all().jobs.first?.constraints, spec.constraints, "kept in the store")
             await scheduler.powerChanged(PowerFacts(onBattery: false, batteryPercent: 35))
             let running = try await first(scheduler) { $0.id == added.id && $0.state == .running }
             XCTAssertNotNil(running, "on AC it runs")
