@@ -330,6 +330,7 @@ if args.refresh_jobs > 0:
     open(f"{work}/access.log", "w").close()
     sh("sh", "-c", f"kill -USR1 $(cat {work}/nginx.pid)")
     time.sleep(0.2)
+    cpu_before = daemon.cpu_seconds()
     start = time.monotonic()
     # Asked from another thread, so that this one keeps reading the watcher's events.
     asker = threading.Thread(target=lambda: [client.call({"op": "refresh", "job": i}) for i in ids])
@@ -340,12 +341,14 @@ if args.refresh_jobs > 0:
         if j["id"] in pending and j["state"] == "completed" and j["lastChecked"] != checked_before[j["id"]]:
             pending.discard(j["id"])
     elapsed = time.monotonic() - start
+    cpu_per_check = (daemon.cpu_seconds() - cpu_before) / args.refresh_jobs
     asker.join()
     time.sleep(0.5)
     with open(f"{work}/access.log") as log:
         statuses = [line.split('"')[2].split()[0] for line in log if '"GET /r/' in line]
     print(f"refresh: {args.refresh_jobs} conditional checks (concurrency 2) in {elapsed:.2f} s = {args.refresh_jobs / elapsed:.0f} checks/s; "
-          f"nginx answered {statuses.count('304')} x 304, {len(statuses) - statuses.count('304')} other")
+          f"nginx answered {statuses.count('304')} x 304, {len(statuses) - statuses.count('304')} other; "
+          f"daemon CPU {cpu_per_check * 1e6:.0f} µs per check")
     if args.metrics:
         scrapes, body = [], b""
         for _ in range(50):
