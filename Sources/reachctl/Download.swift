@@ -12,9 +12,9 @@ extension Reachctl {
                 "reachctl download wait 3f2a9c01d4e8b7a6",
                 "reachctl --system download list"
             ),
-            subcommands: [Add.self, JobsVerb<JobVerbs.List>.self, JobVerb<JobVerbs.Show>.self, JobVerb<JobVerbs.Pause>.self,
-                          JobVerb<JobVerbs.Resume>.self, JobVerb<JobVerbs.Cancel>.self, JobVerb<JobVerbs.Refresh>.self,
-                          JobVerb<JobVerbs.Remove>.self, JobsVerb<JobVerbs.Clean>.self, WaitJob.self]
+            subcommands: [Add.self, JobsVerb<DownloadGroup, JobVerbs.List>.self, JobVerb<DownloadGroup, JobVerbs.Show>.self, JobVerb<DownloadGroup, JobVerbs.Pause>.self,
+                          JobVerb<DownloadGroup, JobVerbs.Resume>.self, JobVerb<DownloadGroup, JobVerbs.Cancel>.self, JobVerb<DownloadGroup, JobVerbs.Refresh>.self,
+                          JobVerb<DownloadGroup, JobVerbs.Remove>.self, JobsVerb<DownloadGroup, JobVerbs.Clean>.self, WaitJob<DownloadGroup>.self]
         )
     }
 }

@@ -7,73 +7,100 @@ import ReachdTransferProtocol
 import Glibc
 #endif
 
+/// The command group a shared verb is listed in, whose name its examples use.
+protocol JobGroup {
+    static var name: String { get }
+}
+
+/// `reachctl download`.
+enum DownloadGroup: JobGroup { static let name = "download" }
+/// `reachctl upload`.
+enum UploadGroup: JobGroup { static let name = "upload" }
+
 /// A verb `reachctl download` and `reachctl upload` share: the request it sends, and its help. Its command is
 /// `JobsVerb` (no id, jobs printed) or `JobVerb` (one job id, one job printed); `wait` is `WaitJob`.
 protocol SharedJobVerb {
     static var operation: TransferRequest.Operation { get }
     static var abstract: String { get }
-    static var discussion: String { get }
+    /// The help's text, its examples in command group `group`.
+    static func discussion(_ group: String) -> String
 }
 
-/// The verbs both command groups list, written once (their examples name `download`, as both groups' help always has).
+/// The verbs both command groups list, written once.
 enum JobVerbs {
     enum List: SharedJobVerb {
         static let operation = TransferRequest.Operation.list
         static let abstract = "List your jobs (root: everyone's)."
-        static let discussion = examples("reachctl download list", "reachctl --system --json download list")
+        static func discussion(_ group: String) -> String {
+            examples("reachctl \(group) list", "reachctl --system --json \(group) list")
+        }
     }
 
     enum Clean: SharedJobVerb {
         static let operation = TransferRequest.Operation.clean
         static let abstract = "Remove your finished jobs (completed, failed, cancelled; root: everyone's) from the list; prints them."
-        static let discussion = "Downloads kept fresh (--refresh-every) are not finished. The files stay where they are.\n\n"
-            + examples("reachctl download clean", "reachctl --system download clean")
+        static func discussion(_ group: String) -> String {
+            "Downloads kept fresh (--refresh-every) are not finished. The files stay where they are.\n\n"
+                + examples("reachctl \(group) clean", "reachctl --system \(group) clean")
+        }
     }
 
     enum Show: SharedJobVerb {
         static let operation = TransferRequest.Operation.show
         static let abstract = "Print one job."
-        static let discussion = examples("reachctl download show 3f2a9c01d4e8b7a6", "reachctl --json download show 3f2a9c01d4e8b7a6")
+        static func discussion(_ group: String) -> String {
+            examples("reachctl \(group) show 3f2a9c01d4e8b7a6", "reachctl --json \(group) show 3f2a9c01d4e8b7a6")
+        }
     }
 
     enum Pause: SharedJobVerb {
         static let operation = TransferRequest.Operation.pause
         static let abstract = "Pause a job (its partial file is kept)."
-        static let discussion = examples("reachctl download pause 3f2a9c01d4e8b7a6", "reachctl --system download pause 3f2a9c01d4e8b7a6")
+        static func discussion(_ group: String) -> String {
+            examples("reachctl \(group) pause 3f2a9c01d4e8b7a6", "reachctl --system \(group) pause 3f2a9c01d4e8b7a6")
+        }
     }
 
     enum Resume: SharedJobVerb {
         static let operation = TransferRequest.Operation.resume
         static let abstract = "Resume a paused job, retry a deferred or failed one now."
-        static let discussion = examples(
-            "reachctl download resume 3f2a9c01d4e8b7a6", "reachctl download resume 3f2a9c01d4e8b7a6 && reachctl download wait 3f2a9c01d4e8b7a6"
-        )
+        static func discussion(_ group: String) -> String {
+            examples(
+                "reachctl \(group) resume 3f2a9c01d4e8b7a6", "reachctl \(group) resume 3f2a9c01d4e8b7a6 && reachctl \(group) wait 3f2a9c01d4e8b7a6"
+            )
+        }
     }
 
     enum Cancel: SharedJobVerb {
         static let operation = TransferRequest.Operation.cancel
         static let abstract = "Cancel a job and remove its partial file."
-        static let discussion = examples("reachctl download cancel 3f2a9c01d4e8b7a6", "reachctl --system download cancel 3f2a9c01d4e8b7a6")
+        static func discussion(_ group: String) -> String {
+            examples("reachctl \(group) cancel 3f2a9c01d4e8b7a6", "reachctl --system \(group) cancel 3f2a9c01d4e8b7a6")
+        }
     }
 
     enum Remove: SharedJobVerb {
         static let operation = TransferRequest.Operation.remove
         static let abstract = "Remove a finished job from the list (its file stays); prints it."
-        static let discussion = examples("reachctl download remove 3f2a9c01d4e8b7a6", "reachctl --json download remove 3f2a9c01d4e8b7a6")
+        static func discussion(_ group: String) -> String {
+            examples("reachctl \(group) remove 3f2a9c01d4e8b7a6", "reachctl --json \(group) remove 3f2a9c01d4e8b7a6")
+        }
     }
 
     /// Downloads only (an upload has nothing to keep fresh).
     enum Refresh: SharedJobVerb {
         static let operation = TransferRequest.Operation.refresh
         static let abstract = "Check a completed download against the server now (conditional request)."
-        static let discussion = examples("reachctl download refresh 3f2a9c01d4e8b7a6", "reachctl --json download refresh 3f2a9c01d4e8b7a6")
+        static func discussion(_ group: String) -> String {
+            examples("reachctl \(group) refresh 3f2a9c01d4e8b7a6", "reachctl --json \(group) refresh 3f2a9c01d4e8b7a6")
+        }
     }
 }
 
 /// list, clean: an operation whose answer is jobs, printed a line each or as a JSON array.
-struct JobsVerb<Verb: SharedJobVerb>: ParsableCommand {
+struct JobsVerb<Group: JobGroup, Verb: SharedJobVerb>: ParsableCommand {
     static var configuration: CommandConfiguration {
-        CommandConfiguration(commandName: Verb.operation.rawValue, abstract: Verb.abstract, discussion: Verb.discussion)
+        CommandConfiguration(commandName: Verb.operation.rawValue, abstract: Verb.abstract, discussion: Verb.discussion(Group.name))
     }
 
     @OptionGroup var transfers: TransferOptions
@@ -101,9 +128,9 @@ struct JobArguments: ParsableArguments {
 }
 
 /// show, pause, resume, cancel, refresh, remove: one job id, one job printed.
-struct JobVerb<Verb: SharedJobVerb>: ParsableCommand {
+struct JobVerb<Group: JobGroup, Verb: SharedJobVerb>: ParsableCommand {
     static var configuration: CommandConfiguration {
-        CommandConfiguration(commandName: Verb.operation.rawValue, abstract: Verb.abstract, discussion: Verb.discussion)
+        CommandConfiguration(commandName: Verb.operation.rawValue, abstract: Verb.abstract, discussion: Verb.discussion(Group.name))
     }
 
     @OptionGroup var job: JobArguments
@@ -116,13 +143,15 @@ struct JobVerb<Verb: SharedJobVerb>: ParsableCommand {
 }
 
 /// wait: follows one job until it ends.
-struct WaitJob: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "wait",
-        abstract: "Follow a job until it ends: a progress bar on a terminal, lines otherwise.",
-        discussion: "Exit 0 when completed, 1 when failed, cancelled or timed out, 2 on errors.\n\n"
-            + examples("reachctl download wait 3f2a9c01d4e8b7a6", "reachctl download wait 3f2a9c01d4e8b7a6 --timeout 3600 --json")
-    )
+struct WaitJob<Group: JobGroup>: ParsableCommand {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "wait",
+            abstract: "Follow a job until it ends: a progress bar on a terminal, lines otherwise.",
+            discussion: "Exit 0 when completed, 1 when failed, cancelled or timed out, 2 on errors.\n\n"
+                + examples("reachctl \(Group.name) wait 3f2a9c01d4e8b7a6", "reachctl \(Group.name) wait 3f2a9c01d4e8b7a6 --timeout 3600 --json")
+        )
+    }
 
     @OptionGroup var job: JobArguments
     @Option(help: "Give up after this many seconds (default: wait forever).") var timeout: Double?

@@ -7,14 +7,14 @@ extension Reachctl {
     struct Upload: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Queue uploads that wait for an unmetered route (served by reachd-transfers).",
-            discussion: "list, show, pause, resume, cancel, remove, clean and wait are the download commands': they act on every job.\n\n"
+            discussion: "list, show, pause, resume, cancel, remove, clean and wait act on every job, downloads too.\n\n"
                 + examples(
                     "reachctl upload add report.pdf --to https://files.example/report.pdf",
                     "reachctl upload wait 3f2a9c01d4e8b7a6"
                 ),
-            subcommands: [Add.self, JobsVerb<JobVerbs.List>.self, JobVerb<JobVerbs.Show>.self, JobVerb<JobVerbs.Pause>.self,
-                          JobVerb<JobVerbs.Resume>.self, JobVerb<JobVerbs.Cancel>.self, JobVerb<JobVerbs.Remove>.self,
-                          JobsVerb<JobVerbs.Clean>.self, WaitJob.self]
+            subcommands: [Add.self, JobsVerb<UploadGroup, JobVerbs.List>.self, JobVerb<UploadGroup, JobVerbs.Show>.self, JobVerb<UploadGroup, JobVerbs.Pause>.self,
+                          JobVerb<UploadGroup, JobVerbs.Resume>.self, JobVerb<UploadGroup, JobVerbs.Cancel>.self, JobVerb<UploadGroup, JobVerbs.Remove>.self,
+                          JobsVerb<UploadGroup, JobVerbs.Clean>.self, WaitJob<UploadGroup>.self]
         )
     }
 }

@@ -121,4 +121,27 @@ final class CommandLineIntegrationTests: XCTestCase {
         XCTAssertTrue(result.err.contains("configuration: \(config): hosts: unknown key \"refresh\" (known: refresh_seconds); fix the file "
             + "and start again (every key: man 5 reachd.toml, docs/configuration.md)"), result.err)
     }
+
+    /// Each example in a command's help runs that command: `reachctl upload show --help` shows `reachctl upload
+    /// show …`, not the download group's verb (the first command of a line joined by `&&`).
+    func testEachExampleInAHelpRunsItsOwnCommand() throws {
+        let dump = try Self.run(NetLab.binary("reachctl"), ["--experimental-dump-help"])
+        XCTAssertEqual(dump.status, 0, dump.err)
+        let tool = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(dump.out.utf8)) as? [String: Any])
+        var wrong: [String] = [], seen = 0
+        func visit(_ info: [String: Any], path: [String]) {
+            for line in (info["discussion"] as? String ?? "").split(separator: "\n") where !path.isEmpty && line.hasPrefix("  reachctl ") {
+                seen += 1
+                let first = (line.components(separatedBy: "&&").first ?? "").trimmingCharacters(in: .whitespaces) + " "
+                if !first.contains(" " + path.joined(separator: " ") + " ") { wrong.append("\(path.joined(separator: " ")): \(line)") }
+            }
+            for sub in info["subcommands"] as? [[String: Any]] ?? [] {
+                guard let name = sub["commandName"] as? String, name != "help" else { continue }
+                visit(sub, path: path + [name])
+            }
+        }
+        visit(try XCTUnwrap(tool["command"] as? [String: Any]), path: [])
+        XCTAssertGreaterThan(seen, 40, "the examples were found")
+        XCTAssertEqual(wrong, [])
+    }
 }
