@@ -235,6 +235,7 @@ let package = Package(
             name: "ReachdDaemonTests",
             dependencies: [
                 "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel", "ReachdServiceKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -79,14 +79,13 @@ public final class SocketServer: Sendable {
                 }
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)
-        // Each event is encoded once and handed to every event loop in one task per batch.
-        let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { [registries] batch in
+        // Each event is encoded once and handed to the event loops in turn, one task per loop and batch.
+        let inTurn = Array(registries.values)
+        let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { batch in
             let events = batch.map {
                 SubscriberRegistry.Event(line: Reply.event(verdict: $0.verdict).encodedLine(), key: $0.key, sequence: $0.verdict.sequence)
             }
-            for registry in registries.values {
-                registry.eventLoop.execute { registry.broadcast(events) }
-            }
+            SubscriberRegistry.inTurn(inTurn.map(\.eventLoop)) { inTurn[$0].broadcast(events) }
         }
         observer = hub.addObserver { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
         hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }

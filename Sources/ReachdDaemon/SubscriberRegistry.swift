@@ -126,6 +126,19 @@ final class SubscriberRegistry: @unchecked Sendable {
         let sequence: UInt64
     }
 
+    /// Runs `step` for each loop of `loops` (by its index), on that loop, one loop at a time: the next starts when
+    /// the one before has finished. A batch reaches the loops in turn rather than at once, so its writers take one
+    /// core and the subscribers have the others to read on: on 2 cores, both loops writing one change at once held
+    /// their readers back (bench/run's fan-out). Each loop still takes the batches in the order they came: the
+    /// loop before it passes them on in that order.
+    static func inTurn(_ loops: [any EventLoop], from index: Int = 0, _ step: @escaping @Sendable (Int) -> Void) {
+        guard index < loops.count else { return }
+        loops[index].execute {
+            step(index)
+            inTurn(loops, from: index + 1, step)
+        }
+    }
+
     /// Writes a batch of events (one network change) to every subscriber, each only the events of its
     /// targets that it has not seen. A subscriber whose queue is over the high-water mark when the batch
     /// comes is dropped; otherwise it gets the whole batch, so a client bounded by the mark plus one batch

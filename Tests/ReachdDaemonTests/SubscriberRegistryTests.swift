@@ -1,5 +1,7 @@
 import NIOCore
+import NIOConcurrencyHelpers
 import NIOEmbedded
+import NIOPosix
 import XCTest
 @testable import ReachdDaemon
 
@@ -50,5 +52,38 @@ final class SubscriberRegistryTests: XCTestCase {
         registry.broadcast([event("internet", 4)])
         XCTAssertEqual(try lines(channels[2]), ["internet#4"])
         XCTAssertEqual(try lines(channels[3]), ["internet#4"])
+    }
+
+    /// A batch goes to the event loops one at a time (a loop starts it when the loop before has finished it), and
+    /// each loop takes the batches in the order they came.
+    func testABatchReachesTheLoopsInTurnAndEachLoopTheBatchesInOrder() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 3)
+        defer { try? group.syncShutdownGracefully() }
+        let loops = Array(group.makeIterator())
+        let log = NIOLockedValueBox<[String]>([])
+        let finished = DispatchSemaphore(value: 0)
+        for batch in 0..<2 {
+            SubscriberRegistry.inTurn(loops) { index in
+                log.withLockedValue { $0.append("start \(batch) \(index)") }
+                // Long enough for a loop started at the same time to log its start before this end (nothing waits for it).
+                usleep(50_000)
+                log.withLockedValue { $0.append("end \(batch) \(index)") }
+                if index == loops.count - 1 { finished.signal() }
+            }
+        }
+        for _ in 0..<2 { XCTAssertEqual(finished.wait(timeout: .now() + 30), .success) }
+        let entries = log.withLockedValue { $0 }
+        XCTAssertEqual(entries.count, 12)
+        for batch in 0..<2 {
+            for index in 1..<loops.count {
+                let start = try XCTUnwrap(entries.firstIndex(of: "start \(batch) \(index)"))
+                let endBefore = try XCTUnwrap(entries.firstIndex(of: "end \(batch) \(index - 1)"))
+                XCTAssertGreaterThan(start, endBefore, "batch \(batch) reaches loop \(index) after loop \(index - 1): \(entries)")
+            }
+        }
+        for index in loops.indices {
+            let starts = entries.filter { $0.hasPrefix("start") && $0.hasSuffix(" \(index)") }
+            XCTAssertEqual(starts, ["start 0 \(index)", "start 1 \(index)"], "loop \(index) takes the batches in order")
+        }
     }
 }
