@@ -7,7 +7,9 @@
 /// ones subscribed on a fresh connection, then the old one closed), else another is opened; a connection
 /// that holds no watched host is closed (one always stays). So a host is subscribed again only when its
 /// connection is replaced, and there are at most about twice `ceil(watched / perConnection)` connections.
-/// One step is under way at a time: the caller asks `next()`, does it, and reports `finished`.
+/// One step is under way at a time: the caller asks `next()`, does it, and reports `finished`. Refused hosts wait
+/// for one retry timer (at most one pending): `finished` says when to start it, and the caller calls
+/// `retryRefused()` when it fires.
 public struct HostSubscriptions: Sendable {
     public enum Action: Hashable, Sendable {
         /// Subscribe `hosts` on the open `connection`.
@@ -16,6 +18,14 @@ public struct HostSubscriptions: Sendable {
         case open(replacing: Int?)
         /// Close `connection`: no watched host needs it.
         case close
+    }
+
+    /// What the caller does once a step finished.
+    public enum FollowUp: Hashable, Sendable {
+        /// Nothing.
+        case none
+        /// Call `retryRefused()` after `delay`: this step's hosts were refused and no retry was pending.
+        case retryRefused(after: Duration)
     }
 
     public struct Step: Hashable, Sendable {
@@ -37,8 +47,13 @@ public struct HostSubscriptions: Sendable {
     private var queue: [String] = []
     /// Watched hosts reachd refused, with its answer; queued again by `retryRefused()`.
     public private(set) var refused: [String: String] = [:]
+    /// A `retryRefused()` is due (asked for by `finished`, not called yet); a reset does not end it.
+    public private(set) var refusedRetryPending = false
     private var nextConnection = 0
     private var epoch = 0
+
+    /// How long refused hosts wait before they are asked for again.
+    public static let refusedRetry = Duration.seconds(5)
 
     public init(perConnection: Int = 4096, batch: Int = 1024) {
         self.perConnection = perConnection
@@ -107,8 +122,10 @@ public struct HostSubscriptions: Sendable {
         queue = watchers.keys.sorted()
     }
 
-    /// Queues the refused hosts again.
+    /// The retry `finished` asked for is due (or the caller retries at once): queues the refused hosts again; the
+    /// next refusal asks for another retry.
     public mutating func retryRefused() {
+        refusedRetryPending = false
         queue += refused.keys.sorted()
         refused = [:]
     }
@@ -141,8 +158,16 @@ public struct HostSubscriptions: Sendable {
         return Step(action: .open(replacing: nil), connection: id, hosts: take(batch, to: id), epoch: epoch)
     }
 
-    /// How `step` went: nil when reachd took it, else its refusal (or why the connection could not be opened).
-    public mutating func finished(_ step: Step, refusal: String?) {
+    /// How `step` went: nil when reachd took it, else its refusal (or why the connection could not be opened). Its
+    /// hosts refused now stand in `refused`; the first refusal while no retry is pending asks for one.
+    public mutating func finished(_ step: Step, refusal: String?) -> FollowUp {
+        record(step, refusal: refusal)
+        guard !refusedRetryPending, step.hosts.contains(where: { refused[$0] != nil }) else { return .none }
+        refusedRetryPending = true
+        return .retryRefused(after: Self.refusedRetry)
+    }
+
+    private mutating func record(_ step: Step, refusal: String?) {
         guard step.epoch == epoch, step.action != .close else { return }
         if let refusal {
             for host in step.hosts where home[host] == step.connection {

@@ -54,7 +54,6 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         var sequence: UInt64 = 0
         var observer: (@Sendable ([StampedVerdict]) -> Void)?
         var working = false
-        var retryingRefused = false
         var stopped = false
 
         /// The plan's connections open now (not those a step is still opening).
@@ -66,7 +65,6 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         }
     }
 
-    static let refusedRetry = Duration.seconds(5)
     /// reachd's `ClientHandler.maximumWatchedHosts`.
     static let hostsPerConnection = 4096
 
@@ -325,26 +323,22 @@ final class ReachdVerdicts: HostVerdicts, Sendable {
         // A lost connection is reachd gone: `lost` starts over.
         if case .lost = answer { return }
         let refusal: String? = if case .refused(let message) = answer { message } else { nil }
-        let (refused, observer, retry) = state.withLock { state in
-            state.plan.finished(step, refusal: refusal)
+        let (refused, observer, followUp) = state.withLock { state in
+            let followUp = state.plan.finished(step, refusal: refusal)
             let refused = step.hosts.compactMap { host in
                 state.plan.refused[host].map { Self.stamp(Self.unjudged(host, "no verdict: reachd refused it: \($0)"), in: &state) }
             }
             for verdict in refused { state.latest[verdict.verdict.target] = verdict }
-            let retry = !refused.isEmpty && !state.retryingRefused
-            if retry { state.retryingRefused = true }
-            return (refused, state.observer, retry)
+            return (refused, state.observer, followUp)
         }
-        guard !refused.isEmpty else { return }
-        logger.warning("reachd refused to watch \(refused.count) hosts: \(refusal ?? "?")")
-        observer?(refused)
-        guard retry else { return }
+        if !refused.isEmpty {
+            logger.warning("reachd refused to watch \(refused.count) hosts: \(refusal ?? "?")")
+            observer?(refused)
+        }
+        guard case .retryRefused(let delay) = followUp else { return }
         Task {
-            try? await Task.sleep(for: Self.refusedRetry)
-            self.state.withLock { state in
-                state.retryingRefused = false
-                state.plan.retryRefused()
-            }
+            try? await Task.sleep(for: delay)
+            self.state.withLock { $0.plan.retryRefused() }
             self.work()
         }
     }

@@ -61,7 +61,7 @@ final class HostBoundsTests: XCTestCase {
         var steps: [HostSubscriptions.Step] = []
         while let step = plan.next() {
             steps.append(step)
-            plan.finished(step, refusal: refusing(step))
+            _ = plan.finished(step, refusal: refusing(step))
             XCTAssertLessThanOrEqual(plan.hosts(on: step.connection).count, plan.perConnection)
         }
         return steps
@@ -152,7 +152,7 @@ final class HostBoundsTests: XCTestCase {
         plan.watch(["c"])
         let before = plan.next()!
         plan.reset()
-        plan.finished(before, refusal: "too late")
+        _ = plan.finished(before, refusal: "too late")
         XCTAssertEqual(plan.refused, [:], "a step planned before the reset does not count")
         XCTAssertNil(plan.next(), "no connection")
         plan.opened(plan.reserve())

@@ -1,0 +1,124 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ReachdModel
+import ReachdMonitor
+import ReachdProtocol
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import ReachdDaemon
+
+/// reachd's per-connection rule on a real socket (`PendingRequests`, docs/limits.md): the socket stops being read as
+/// soon as `HostRequestLimits.perConnection` host requests wait, not only when a line after them comes, and is
+/// read again once one is answered.
+final class ClientHandlerReadingTests: XCTestCase {
+    /// Holds every name lookup until opened.
+    private final class Gate: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var open = false
+
+        func pass() {
+            condition.lock()
+            while !open { condition.wait() }
+            condition.unlock()
+        }
+
+        func openUp() {
+            condition.lock()
+            open = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    /// Waits up to 30 s (a loaded machine) for `condition`.
+    private func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(10_000)
+        }
+        return try condition()
+    }
+
+    private func sendAll(_ text: String, to socket: Int32) {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return XCTFail("send: errno \(errno)") }
+            sent += n
+        }
+    }
+
+    /// Reads reply lines until `count` came (30 s at most).
+    private func readReplies(_ count: Int, from socket: Int32) throws -> [Reply] {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while received.filter({ $0 == 10 }).count < count {
+            var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 30_000) > 0 else { break }
+            let n = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            received += chunk.prefix(n)
+        }
+        return try received.split(separator: 10).map { try Reply.decode(line: Array($0)) }
+    }
+
+    func testTheSocketStopsBeingReadWhenTheLimitWaitsAndIsReadAgainAfterAnAnswer() throws {
+        let gate = Gate()
+        let resolver = HostResolver(threads: 1) { _ in
+            gate.pass()
+            return .addresses([IPAddress("192.0.2.9")!])
+        }
+        let hosts = HostMonitor(judge: HostVerdict(), refreshSeconds: 0, resolver: resolver, logger: .init(label: "test")) { addresses in
+            addresses.map { _ in .refused(errno: ENETUNREACH) }
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends), 0)
+        let client = ends[1]
+        let loop = group.next()
+        let registry = SubscriberRegistry(eventLoop: loop) { _ in }
+        let hub = VerdictHub(engine: InternetVerdict())
+        let channel = try ClientBootstrap(group: loop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: .init(label: "test")))
+                }
+            }
+            .withConnectedSocket(ends[0]).wait()
+        defer {
+            gate.openUp()
+            try? channel.close().wait()
+            close(client)
+            try? group.syncShutdownGracefully()
+        }
+        let autoRead = { try channel.getOption(ChannelOptions.autoRead).wait() }
+        XCTAssertTrue(try autoRead())
+
+        let limit = HostRequestLimits.perConnection
+        let requests = (1...limit).map { "{\"op\":\"status\",\"id\":\($0),\"host\":\"h\($0).test\"}\n" }.joined()
+        sendAll(requests, to: client)
+        XCTAssertTrue(try eventually { try !autoRead() }, "\(limit) host requests wait and no line came after them: the socket is not read")
+
+        gate.openUp()
+        let answers = try readReplies(limit, from: client)
+        XCTAssertEqual(Set(answers.compactMap { reply -> RequestID? in
+            if case .status(let id, _) = reply { return id }
+            return nil
+        }), Set((1...limit).map { RequestID.number(Int64($0)) }))
+        XCTAssertTrue(try eventually { try autoRead() }, "answered: the socket is read again")
+        sendAll("{\"op\":\"ping\",\"id\":99}\n", to: client)
+        XCTAssertEqual(try readReplies(1, from: client), [.pong(id: .number(99))])
+        hosts.stop()
+        let stopped = expectation(description: "resolver stopped")
+        Task {
+            await resolver.shutdown()
+            stopped.fulfill()
+        }
+        wait(for: [stopped], timeout: 30)
+    }
+}
