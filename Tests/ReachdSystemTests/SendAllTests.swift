@@ -16,12 +16,14 @@ final class SendAllTests: XCTestCase {
     private final class Exchange: Sendable {
         let received = Mutex<[UInt8]>([])
         let sending = Atomic<Bool>(true)
+        let interruptedBeforeReading = Atomic<Bool>(false)
         let done = DispatchSemaphore(value: 0)
     }
 
-    /// A blocking Unix stream send returns short only when a signal (or a timeout) stops it midway, so the reader
-    /// signals the sender (a handler without SA_RESTART) after each read while the sender waits for room in a
-    /// small buffer: its sends end short or with EINTR, and what arrives must still be every byte, in order.
+    /// A blocking Unix stream send returns short, or fails with EINTR, only when a signal stops it (a handler without
+    /// SA_RESTART), so the reader interrupts the sender: first twice before it reads anything, each time once the
+    /// sender is blocked in `sendto` (the first send then returns short, the next one, with nothing sent, EINTR), then
+    /// after each read while the sender waits for room in a small buffer. Every byte must arrive, in order.
     func testEveryByteArrivesInOrderThroughShortAndInterruptedSends() throws {
         var pair: [Int32] = [-1, -1]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair), 0)
@@ -45,8 +47,18 @@ final class SendAllTests: XCTestCase {
 
         let exchange = Exchange()
         let senderThread = pthread_self()
+        // "PID/task/TID" is where /proc/thread-self points.
+        let senderCall = "/proc/" + (try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) + "/syscall"
         let expected = bytes.count
         Thread.detachNewThread {
+            // Twice: the sender blocked in sendto, interrupted, and its handler run (so that call ended).
+            let twice = (1...2).allSatisfy { count in
+                let stopped = { !exchange.sending.load(ordering: .acquiring) }
+                guard Self.wait(until: { Self.isBlockedInSend(senderCall) || stopped() }), !stopped() else { return false }
+                pthread_kill(senderThread, SIGUSR2)
+                return Self.wait { interruptions.load(ordering: .relaxed) >= count }
+            }
+            exchange.interruptedBeforeReading.store(twice, ordering: .releasing)
             var chunk = [UInt8](repeating: 0, count: 16_384)
             var received: [UInt8] = []
             // Past `expected` a broken sender is sending again what it sent: stop, so that its next send fails.
@@ -71,7 +83,27 @@ final class SendAllTests: XCTestCase {
         XCTAssertEqual(received.count, bytes.count)
         let firstDifference = zip(received, bytes).enumerated().first { $0.element.0 != $0.element.1 }?.offset
         XCTAssertNil(firstDifference, "the bytes differ from byte \(firstDifference ?? 0) on")
-        XCTAssertGreaterThan(interruptions.load(ordering: .relaxed), 0, "the sender was interrupted")
+        XCTAssertTrue(exchange.interruptedBeforeReading.load(ordering: .acquiring), "the sender was interrupted in sendto twice")
+    }
+
+    /// Whether the thread whose /proc syscall file is `path` is blocked in `sendto` (the file starts with its number).
+    private static func isBlockedInSend(_ path: String) -> Bool {
+        #if arch(x86_64)
+        let sendto = 44
+        #elseif arch(arm64)
+        let sendto = 206
+        #endif
+        return (try? String(contentsOfFile: path, encoding: .utf8))?.hasPrefix("\(sendto) ") == true
+    }
+
+    /// Waits (up to 60 s: the machine may be loaded) until `condition` holds.
+    private static func wait(until condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(60)
+        while !condition() {
+            if Date() > deadline { return false }
+            usleep(1_000)
+        }
+        return true
     }
 
     /// A peer that closed gives `send`'s EPIPE, and no SIGPIPE: without MSG_NOSIGNAL this test's process would die.
