@@ -4,9 +4,6 @@ import ReachdModel
 import ReachdProtocol
 import ReachdTestSupport
 import XCTest
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The client takes the largest answer reachd sends: a `subscribe` of `Request.maximumHosts` long names, judged
 /// through a link, is one line over 1 MiB (the old limit, which failed bench/run's 1,000 hosts); a line over the
@@ -28,13 +25,7 @@ final class ReplyLineLimitTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let listener = try UnixListener(path: directory + "/reachd.sock")
         let served = DispatchSemaphore(value: 0)
-        listener.serve { client, _ in
-            UnixListener.skipLine(on: client)
-            UnixListener.send(reply, on: client)
-            served.wait()
-            close(client)
-            return false
-        }
+        listener.answerOnce(with: reply, closingOn: served)
         addTeardownBlock {
             served.signal()
             withExtendedLifetime(listener) {}

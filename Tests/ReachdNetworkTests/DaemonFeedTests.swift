@@ -20,14 +20,7 @@ final class DaemonFeedTests: XCTestCase {
 
         init(path: String, reply: [UInt8]) throws {
             listener = try UnixListener(path: path)
-            let leave = self.leave
-            listener.serve { client, _ in
-                UnixListener.skipLine(on: client)
-                UnixListener.send(reply, on: client)
-                leave.wait()
-                close(client)
-                return false
-            }
+            listener.answerOnce(with: reply, closingOn: leave)
         }
 
         func goAway() { leave.signal() }

@@ -52,6 +52,18 @@ package final class UnixListener: Sendable {
         }
     }
 
+    /// Serves one connection, as a fake daemon that answers once: reads its request line, sends `reply`, and closes
+    /// the connection once `leave` is signalled.
+    package func answerOnce(with reply: [UInt8], closingOn leave: DispatchSemaphore) {
+        serve { client, _ in
+            Self.skipLine(on: client)
+            Self.send(reply, on: client)
+            leave.wait()
+            close(client)
+            return false
+        }
+    }
+
     /// Reads `client` up to and including the first newline: a request line the fake daemon does not look at.
     package static func skipLine(on client: Int32) {
         var byte: UInt8 = 0
