@@ -209,13 +209,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // What several test targets share: a fake daemon's listening Unix socket (`UnixListener`) and a seeded random
+        // generator (`SeededGenerator`). Only tests depend on it.
+        .target(name: "ReachdTestSupport", dependencies: ["ReachdSystem"], path: "Tests/ReachdTestSupport"),
         .testTarget(name: "ReachdModelTests", dependencies: ["ReachdModel"]),
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
-        .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTransferModel", "ReachdTransferProtocol"]),
-        .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel"]),
+        .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTestSupport", "ReachdTransferModel", "ReachdTransferProtocol"]),
+        .testTarget(name: "ReachdTransferModelTests", dependencies: ["ReachdTransferModel", "ReachdModel", "ReachdTestSupport"]),
         // What reachctl says when a daemon cannot be asked (the messages are built in ReachdClient), and the
         // subscribe reader: its rules' table and the reader against a fake reachd.
-        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdModel", "ReachdProtocol"]),
+        .testTarget(name: "ReachdClientTests", dependencies: ["ReachdClient", "ReachdModel", "ReachdProtocol", "ReachdTestSupport"]),
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [
@@ -259,11 +262,11 @@ let package = Package(
             name: "ReachdMonitorTests",
             dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", "ReachdSystem", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol"]),
+        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTestSupport"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "CNetlink", "ReachdTransferModel", "ReachdTransferClient",
-                           "ReachdTransferProtocol", "Reachability", "ReachabilityTransfers"]
+                           "ReachdTransferProtocol", "Reachability", "ReachabilityTransfers", "ReachdTestSupport"]
         ),
     ]
 )

@@ -98,17 +98,12 @@ public final class ReachdConnection {
     /// Sends bytes as they are (tests use this for malformed input). When the daemon has already closed the
     /// connection, nothing is sent and the next read gives its last words (a refusal) or `.closed`.
     public func send(raw bytes: [UInt8]) throws(ClientError) {
-        var offset = 0
-        while offset < bytes.count {
-            do throws(SystemCallError) {
-                offset += try bytes[offset...].withUnsafeBytes { pending in
-                    SystemCall.result("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
-                }.get()
-            } catch {
-                // The daemon closed first (a refused connection): what it said before closing is read next.
-                if error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET) { return }
-                throw failure(.io(call: error.call, errno: error.errno.rawValue))
-            }
+        do throws(SystemCallError) {
+            try SystemCall.sendAll(bytes, on: fd)
+        } catch {
+            // The daemon closed first (a refused connection): what it said before closing is read next.
+            if error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET) { return }
+            throw failure(.io(call: error.call, errno: error.errno.rawValue))
         }
     }
 

@@ -131,16 +131,11 @@ public final class SubscribeReader: Sendable {
             let fd = socket.withLock { $0.descriptor.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? -1 }
             guard fd >= 0 else { throw ClientError(.closed, talkingTo: daemon) }
             defer { close(fd) }
-            var offset = 0
-            while offset < bytes.count {
-                do throws(SystemCallError) {
-                    offset += try bytes[offset...].withUnsafeBytes { pending in
-                        SystemCall.result("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
-                    }.get()
-                } catch {
-                    let gone = error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET)
-                    throw ClientError(gone ? .closed : .io(call: error.call, errno: error.errno.rawValue), talkingTo: daemon)
-                }
+            do throws(SystemCallError) {
+                try SystemCall.sendAll(bytes, on: fd)
+            } catch {
+                let gone = error.errno == Errno(EPIPE) || error.errno == Errno(ECONNRESET)
+                throw ClientError(gone ? .closed : .io(call: error.call, errno: error.errno.rawValue), talkingTo: daemon)
             }
         }
     }

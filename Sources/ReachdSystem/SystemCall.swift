@@ -56,3 +56,18 @@ package enum SystemCall {
         Swift.Result { () throws(SystemCallError) in try retrying(name(), body) }
     }
 }
+
+extension SystemCall {
+    /// Sends every byte of `bytes` on the socket `fd`, in order, in as many `send` calls as it takes: a short send is
+    /// continued, an interrupted one made again. With `MSG_NOSIGNAL`, so a peer that closed is an `EPIPE` error,
+    /// never a SIGPIPE. The first failure is thrown (`EPIPE`, `ECONNRESET`, `EAGAIN` on a non-blocking socket, …);
+    /// what it means is the caller's to say.
+    package static func sendAll(_ bytes: [UInt8], on fd: Int32) throws(SystemCallError) {
+        var offset = 0
+        while offset < bytes.count {
+            offset += try bytes[offset...].withUnsafeBytes { pending in
+                result("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
+            }.get()
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import ReachdModel
 import ReachdNetlink
+import ReachdTestSupport
 import XCTest
 
 /// `RouteLookup`'s batched answers against `ip -j route get`, one destination at a time, on random mixes of

@@ -2,10 +2,8 @@ import Foundation
 import ReachdClient
 import ReachdModel
 import ReachdProtocol
+import ReachdTestSupport
 import XCTest
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The client takes the largest answer reachd sends: a `subscribe` of `Request.maximumHosts` long names, judged
 /// through a link, is one line over 1 MiB (the old limit, which failed bench/run's 1,000 hosts); a line over the
@@ -25,37 +23,15 @@ final class ReplyLineLimitTests: XCTestCase {
     private func serve(_ reply: [UInt8]) throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reply-limit-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = directory + "/reachd.sock"
-        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        let listener = try UnixListener(path: directory + "/reachd.sock")
         let served = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let client = accept(listener, nil, nil)
-            guard client >= 0 else { return }
-            var byte: UInt8 = 0
-            while read(client, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
-            var offset = 0
-            while offset < reply.count {
-                let n = reply[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                guard n > 0 else { break }
-                offset += n
-            }
-            served.wait()
-            close(client)
-        }
+        listener.answerOnce(with: reply, closingOn: served)
         addTeardownBlock {
             served.signal()
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
+            withExtendedLifetime(listener) {}
             try? FileManager.default.removeItem(atPath: directory)
         }
-        return path
+        return listener.path
     }
 
     func testTheAnswerForTheMostHostsIsTaken() throws {

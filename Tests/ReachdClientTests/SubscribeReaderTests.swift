@@ -2,6 +2,7 @@ import Foundation
 import ReachdClient
 import ReachdModel
 import ReachdProtocol
+import ReachdTestSupport
 import Synchronization
 import XCTest
 #if canImport(Glibc)
@@ -13,43 +14,26 @@ import Glibc
 final class SubscribeReaderTests: XCTestCase {
     /// Answers each connection's first line with a `subscribed` reply (sequence: the connection's number, from 1);
     /// closes the connection at once when `keepOpen` says so for its number, else keeps it until the test ends.
-    private final class FakeReachd: @unchecked Sendable {
-        let path: String
-        private let listener: Int32
+    private final class FakeReachd: Sendable {
+        private let listener: UnixListener
+        var path: String { listener.path }
         /// The connections kept open, closed when the fake goes.
         private final class Held: Sendable { let fds = Mutex<[Int32]>([]) }
         private let held = Held()
 
         init(path: String, keepOpen: @escaping @Sendable (Int) -> Bool) throws {
-            self.path = path
-            let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            self.listener = listener
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            guard listener >= 0, bound == 0, listen(listener, 8) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+            listener = try UnixListener(path: path, backlog: 8)
             let held = self.held
-            Thread.detachNewThread {
-                var number = 0
-                while true {
-                    let client = accept(listener, nil, nil)
-                    guard client >= 0 else { return }
-                    number += 1
-                    var byte: UInt8 = 0
-                    while read(client, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
-                    let reply = Reply.subscribed(id: nil, verdicts: [SubscribeReaderTests.verdict(sequence: UInt64(number))]).encodedLine()
-                    _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                    if keepOpen(number) { held.fds.withLock { $0.append(client) } } else { close(client) }
-                }
+            listener.serve { client, number in
+                UnixListener.skipLine(on: client)
+                let reply = Reply.subscribed(id: nil, verdicts: [SubscribeReaderTests.verdict(sequence: UInt64(number))]).encodedLine()
+                UnixListener.send(reply, on: client)
+                if keepOpen(number) { held.fds.withLock { $0.append(client) } } else { close(client) }
+                return true
             }
         }
 
         deinit {
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
             for fd in held.fds.withLock({ $0 }) { close(fd) }
         }
     }

@@ -6,43 +6,24 @@ import Glibc
 import ReachdModel
 @testable import ReachdNetwork
 import ReachdProtocol
+import ReachdTestSupport
 import XCTest
 
 /// The feed of reachd's word over its socket, against a fake reachd that answers one `subscribe` and goes
 /// away when told.
 final class DaemonFeedTests: XCTestCase {
     /// One connection: answers the first request line with `reply`, closes once `goAway` is called.
-    private final class OneShotReachd: @unchecked Sendable {
-        let path: String
-        private let listener: Int32
+    private final class OneShotReachd: Sendable {
+        private let listener: UnixListener
+        var path: String { listener.path }
         private let leave = DispatchSemaphore(value: 0)
 
         init(path: String, reply: [UInt8]) throws {
-            self.path = path
-            let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            self.listener = listener
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
-            let leave = self.leave
-            Thread.detachNewThread {
-                let client = accept(listener, nil, nil)
-                guard client >= 0 else { return }
-                var byte: UInt8 = 0
-                while read(client, &byte, 1) == 1, byte != UInt8(ascii: "\n") {}
-                _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-                leave.wait()
-                close(client)
-            }
+            listener = try UnixListener(path: path)
+            listener.answerOnce(with: reply, closingOn: leave)
         }
 
         func goAway() { leave.signal() }
-
-        deinit { close(listener) }
     }
 
     /// reachd went away and the feed's connection closed; the app's next connection got the same number.

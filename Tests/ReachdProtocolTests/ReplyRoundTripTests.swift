@@ -1,5 +1,6 @@
 import ReachdModel
 import ReachdProtocol
+import ReachdTestSupport
 import XCTest
 
 /// reachd's wire format both ways: replies written by `ReplyWriter` and read back by `ReplyReader` are the
@@ -109,19 +110,6 @@ final class ReplyRoundTripTests: XCTestCase {
     }
 }
 
-/// SplitMix64: the same values on every run, so a failing round can be read again.
-struct SeededGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SeededGenerator {
     var bool: Bool { mutating get { next() & 1 == 1 } }
 }

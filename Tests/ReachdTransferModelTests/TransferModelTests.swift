@@ -1,5 +1,6 @@
 import Foundation
 import ReachdModel
+import ReachdTestSupport
 import ReachdTransferModel
 import XCTest
 
@@ -7,17 +8,6 @@ import XCTest
 private struct FixedGenerator: RandomNumberGenerator {
     var values: [UInt64]
     mutating func next() -> UInt64 { values.removeFirst() }
-}
-
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 final class TransferModelTests: XCTestCase {
@@ -394,7 +384,7 @@ final class TransferModelTests: XCTestCase {
         var fixed = FixedGenerator(values: [0, 0xff, .max, 0x0123_4567_89ab_cdef])
         XCTAssertEqual((0..<4).map { _ in Job.newID(using: &fixed) },
                        ["0000000000000000", "00000000000000ff", "ffffffffffffffff", "0123456789abcdef"])
-        var random = SplitMix(state: 42)
+        var random = SeededGenerator(seed: 42)
         let ids = (0..<200).map { _ in Job.newID(using: &random) }
         XCTAssertEqual(Set(ids).count, 200)
         for id in ids { XCTAssertTrue(id.count == 16 && id.allSatisfy { "0123456789abcdef".contains($0) }, id) }
