@@ -49,8 +49,9 @@ public final class SocketServer: Sendable {
         self.limits = limits
         self.logger = logger
         var registries: [ObjectIdentifier: SubscriberRegistry] = [:]
+        let tally = SubscriberTally()
         for loop in group.makeIterator() {
-            registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop, metrics: metrics) { client in
+            registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop, metrics: metrics, tally: tally) { client in
                 logger.notice("subscriber \(client) is not reading its events; dropped it")
             }
         }
@@ -79,13 +80,14 @@ public final class SocketServer: Sendable {
                 }
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)
-        // Each event is encoded once and handed to the event loops in turn, one task per loop and batch.
-        let inTurn = Array(registries.values)
+        // Each event is encoded once and handed to the event loops, one task per loop and batch.
+        let serving = Array(registries.values)
+        let loops = serving.map(\.eventLoop)
         let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { batch in
             let events = batch.map {
                 SubscriberRegistry.Event(line: Reply.event(verdict: $0.verdict).encodedLine(), key: $0.key, sequence: $0.verdict.sequence)
             }
-            SubscriberRegistry.inTurn(inTurn.map(\.eventLoop)) { inTurn[$0].broadcast(events) }
+            SubscriberRegistry.handOut(to: loops, subscribers: tally.count.load(ordering: .relaxed)) { serving[$0].broadcast(events) }
         }
         observer = hub.addObserver { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
         hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }

@@ -1,6 +1,7 @@
 import CReachdMemory
 import NIOCore
 import ReachdModel
+import Synchronization
 
 /// The subscribed connections of one event loop; touched only on that loop.
 ///
@@ -17,6 +18,8 @@ final class SubscriberRegistry: @unchecked Sendable {
     private var positions: [ObjectIdentifier: Int] = [:]
     private let onDrop: @Sendable (String) -> Void
     private let metrics: DaemonMetrics?
+    /// The subscribers of every loop, this one's among them.
+    private let tally: SubscriberTally
     /// A return of freed memory to the kernel is planned (see `releaseMemorySoon`).
     private var releasePlanned = false
 
@@ -48,9 +51,11 @@ final class SubscriberRegistry: @unchecked Sendable {
         host.map { "host:" + $0 } ?? "internet"
     }
 
-    init(eventLoop: any EventLoop, metrics: DaemonMetrics? = nil, onDrop: @escaping @Sendable (String) -> Void) {
+    init(eventLoop: any EventLoop, metrics: DaemonMetrics? = nil, tally: SubscriberTally = SubscriberTally(),
+         onDrop: @escaping @Sendable (String) -> Void) {
         self.eventLoop = eventLoop
         self.metrics = metrics
+        self.tally = tally
         self.onDrop = onDrop
     }
 
@@ -63,6 +68,7 @@ final class SubscriberRegistry: @unchecked Sendable {
             subscriber = subscribers[position]
         } else {
             metrics?.subscribers.add(1, ordering: .relaxed)
+            tally.count.add(1, ordering: .relaxed)
             subscriber = Subscriber(channel: channel)
             positions[id] = subscribers.count
             subscribers.append(subscriber)
@@ -87,6 +93,7 @@ final class SubscriberRegistry: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         if take(ObjectIdentifier(channel)) != nil {
             metrics?.subscribers.subtract(1, ordering: .relaxed)
+            tally.count.subtract(1, ordering: .relaxed)
             releaseMemorySoon()
         }
     }
@@ -126,11 +133,26 @@ final class SubscriberRegistry: @unchecked Sendable {
         let sequence: UInt64
     }
 
-    /// Runs `step` for each loop of `loops` (by its index), on that loop, one loop at a time: the next starts when
-    /// the one before has finished. A batch reaches the loops in turn rather than at once, so its writers take one
-    /// core and the subscribers have the others to read on: on 2 cores, both loops writing one change at once held
-    /// their readers back (bench/run's fan-out). Each loop still takes the batches in the order they came: the
-    /// loop before it passes them on in that order.
+    /// From how many subscribers (of all loops) a batch is handed to the loops in turn rather than at once.
+    static let inTurnFrom = 512
+
+    /// Runs `step` for each loop of `loops` (by its index), on that loop: at once on every loop while the loops have
+    /// fewer than `inTurnFrom` subscribers, else one loop at a time (the next starts when the one before has
+    /// finished). A batch for many reaches the loops in turn, so its writers take one core and the subscribers
+    /// have the others to read on: on 2 cores, both loops writing one change to 10,000 at once held their readers
+    /// back (bench/run's fan-out). A batch for few goes to every loop at once: a hop from one loop to the next
+    /// would be most of its latency. Each loop takes the batches in the order they came (the loop before passes
+    /// them on in that order); where the choice changes between two batches, a loop may take them out of order,
+    /// and `broadcast` sends no event older than one a subscriber has had.
+    static func handOut(to loops: [any EventLoop], subscribers: Int, _ step: @escaping @Sendable (Int) -> Void) {
+        if subscribers >= inTurnFrom {
+            inTurn(loops, step)
+        } else {
+            for (index, loop) in loops.enumerated() { loop.execute { step(index) } }
+        }
+    }
+
+    /// Runs `step` on each loop of `loops` in turn, from `index`.
     static func inTurn(_ loops: [any EventLoop], from index: Int = 0, _ step: @escaping @Sendable (Int) -> Void) {
         guard index < loops.count else { return }
         loops[index].execute {
@@ -167,6 +189,7 @@ final class SubscriberRegistry: @unchecked Sendable {
         for id in dropped {
             guard let subscriber = take(id) else { continue }
             metrics?.subscribers.subtract(1, ordering: .relaxed)
+            tally.count.subtract(1, ordering: .relaxed)
             metrics?.clientDropped(reason: "events_unread")
             releaseMemorySoon()
             onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
@@ -198,6 +221,11 @@ final class SubscriberRegistry: @unchecked Sendable {
         for index in due[next...] { subscriber.channel.write(queued.buffer(index), promise: nil) }
         subscriber.channel.flush()
     }
+}
+
+/// How many subscribers the registries of every loop hold together (a figure any thread may read).
+final class SubscriberTally: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// One `ByteBuffer` per event of a batch, made when a subscriber first needs its queue, then shared
