@@ -235,6 +235,15 @@ public struct Job: Hashable, Sendable {
         if case .download(let download) = kind { download } else { nil }
     }
 
+    /// When a download kept fresh is next checked; nil for an upload or a download not kept fresh. Read for every
+    /// job on each pass of the scheduler: it copies only the time, where `download?.nextCheck` copies the part.
+    public var nextCheck: Timestamp? {
+        switch kind {
+        case .download(let download): download.nextCheck
+        case .upload: nil
+        }
+    }
+
     /// The upload's part, nil for a download.
     public var upload: Upload? {
         if case .upload(let upload) = kind { upload } else { nil }

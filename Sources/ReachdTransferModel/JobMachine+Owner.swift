@@ -62,7 +62,7 @@ extension JobMachine {
     /// Whether `reevaluate` at `now` can change anything: a refresh check that is due, a job that waits or runs.
     /// (A paused job, and a finished one, stay as they are.)
     public func reevaluates(at now: Timestamp) -> Bool {
-        if job.state == .completed, let due = job.download?.nextCheck { return due <= now }
+        if job.state == .completed, let due = job.nextCheck { return due <= now }
         return !job.state.isTerminal && job.state != .paused
     }
 

@@ -44,9 +44,10 @@ public struct JobMachine: Sendable {
     /// When the job wants to be reconsidered: a retry's time, a constraint's time edge, or a completed job's next
     /// refresh check.
     public var wakeAt: Timestamp? {
-        if job.state == .completed { return job.download?.nextCheck }
+        if job.state == .completed { return job.nextCheck }
         guard !job.state.isTerminal && job.state != .paused else { return nil }
-        return [job.retryAt, timeEdge].compactMap { $0 }.min()
+        guard let retryAt = job.retryAt, let timeEdge else { return job.retryAt ?? timeEdge }
+        return min(retryAt, timeEdge)
     }
 
     /// The transfer may go on with `total` bytes on `route` at `now` (asked by the fetcher once the size is known).
