@@ -4,7 +4,9 @@ public enum JobQueue {
     public static func toStart(_ jobs: some Sequence<Job>, running: Int, limit: Int) -> [String] {
         let free = limit - running
         guard free > 0 else { return [] }
-        return jobs.filter { $0.state == .queued }
+        // Sorted as small keys, not as jobs: a long queue is sorted again each time a slot frees.
+        return jobs.lazy.filter { $0.state == .queued }
+            .map { (priority: $0.priority, sequence: $0.sequence, id: $0.id) }
             .sorted { ($0.priority, -$0.sequence) > ($1.priority, -$1.sequence) }
             .prefix(free)
             .map(\.id)

@@ -223,19 +223,17 @@ actor TransferScheduler: FetchObserver {
         guard !stopping else { return }
         // One moment for the whole pass, and a route only for the jobs it can change (most jobs of a large queue
         // are completed ones kept fresh, whose check is not due).
-        // The machines are read in place, through their indices: a pass runs after every event of every job, and
-        // iterating the values would copy each machine (a job of some 30 fields) two or three times a pass.
         let now = moment()
         var routes: [(id: String, route: JobRoute)] = []
-        for index in machines.indices where machines.values[index].reevaluates(at: now.now) {
-            routes.append((machines.keys[index], route(of: machines.values[index].job)))
-        }
+        for (id, machine) in machines where machine.reevaluates(at: now.now) { routes.append((id, route(of: machine.job))) }
         for (id, route) in routes {
             for action in machines[id]?.handle(.reevaluate(route), at: now) ?? [] { carryOut(action, for: id) }
         }
-        let queued = machines.indices.filter { machines.values[$0].job.state == .queued }.map { machines.values[$0].job }
-        for id in JobQueue.toStart(queued, running: running.count, limit: settings.concurrency) {
-            feed(.start, to: id)
+        // With every slot taken (the usual case under a long queue) the queued jobs are not gathered at all.
+        if running.count < settings.concurrency {
+            for id in JobQueue.toStart(machines.values.lazy.map(\.job), running: running.count, limit: settings.concurrency) {
+                feed(.start, to: id)
+            }
         }
         armWakeTimer()
     }
@@ -243,11 +241,7 @@ actor TransferScheduler: FetchObserver {
     private func armWakeTimer() {
         wakeTimer?.cancel()
         wakeTimer = nil
-        var soonest: Timestamp?
-        for index in machines.indices {
-            if let wake = machines.values[index].wakeAt, soonest.map({ wake < $0 }) ?? true { soonest = wake }
-        }
-        guard let next = soonest else { return }
+        guard let next = machines.values.compactMap(\.wakeAt).min() else { return }
         let delay = max(0, Double(next.microseconds - Timestamp.now().microseconds) / 1e6) + 0.01
         wakeTimer = Task {
             try? await Task.sleep(for: .seconds(delay))
