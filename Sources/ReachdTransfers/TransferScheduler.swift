@@ -229,11 +229,8 @@ actor TransferScheduler: FetchObserver {
         for (id, route) in routes {
             for action in machines[id]?.handle(.reevaluate(route), at: now) ?? [] { carryOut(action, for: id) }
         }
-        // With every slot taken (the usual case under a long queue) the queued jobs are not gathered at all.
-        if running.count < settings.concurrency {
-            for id in JobQueue.toStart(machines.values.lazy.map(\.job), running: running.count, limit: settings.concurrency) {
-                feed(.start, to: id)
-            }
+        for id in JobQueue.toStart(machines.values.lazy.map(\.job), running: running.count, limit: settings.concurrency) {
+            feed(.start, to: id)
         }
         armWakeTimer()
     }
