@@ -31,7 +31,6 @@ public final class SocketServer: Sendable {
     public let endpoint: SocketEndpoint
     private let hub: VerdictHub
     private let group: any EventLoopGroup
-    private let registries: [ObjectIdentifier: SubscriberRegistry]
     private let limits: Limits
     private let logger: Logger
     private let channel: any Channel
@@ -55,7 +54,6 @@ public final class SocketServer: Sendable {
                 logger.notice("subscriber \(client) is not reading its events; dropped it")
             }
         }
-        self.registries = registries
         let queueBytes = limits.clientQueueBytes
         let frozenRegistries = registries
         let limiter = PeerLimiter(
