@@ -105,7 +105,7 @@ final class RefreshIntegrationTests: XCTestCase {
 
         let newSum = try lab.serve("big.bin", bytes: 3_500_000, seed: 5)
         XCTAssertEqual(try lab.download(["refresh", id]).status, 0)
-        let deferred = try lab.waitFor(id, "deferred for the metered route") { $0.state == .deferred && ($0.reason ?? "").contains("metered") }
+        let deferred = try lab.waitFor(id, "deferred for the metered route") { $0.state == .deferred && ($0.reason ?? "").contains("exceed the metered threshold") }
         XCTAssertTrue(deferred.reason!.contains("3500000 bytes exceed the metered threshold"), deferred.reason!)
         XCTAssertEqual(try lab.sha256(lab.out + "/big.bin"), oldSum, "the old file stays while the new one waits")
 
