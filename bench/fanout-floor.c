@@ -1,11 +1,17 @@
 /* The fan-out figure's reader and its floor (bench/run builds this with cc; reachd-bench runs it).
  *   fanout-floor floor CONNECTIONS ROUNDS   the floor: one process writes one 950-byte line to each of
  *       CONNECTIONS Unix stream connections, another (the reader below) reads them on epoll. Prints one line
- *       per round: milliseconds from the writer's first write to the reader's last line.
+ *       per round: milliseconds from the writer's first write to the reader's last line, then the reader's.
+ *   fanout-floor floor CONNECTIONS ROUNDS watched   the same, with the writer's connections in an epoll set of its
+ *       own (level-triggered, for input), as a server's are: the reader's every read then also runs the
+ *       writer's wake-up callback (the space freed on the writer's socket is announced to its waiters).
  *   fanout-floor read ROUNDS FD...          the same reader on reachd's subscribers (descriptors inherited from
  *       reachd-bench): prints "ready" once it waits, then per round the CLOCK_MONOTONIC seconds at which every
- *       FD had received one complete line.
- * So reachd's figure and the floor differ only in the writer.
+ *       FD had received one complete line, then the reader's.
+ * The reader's part of each line: the CPU milliseconds it spent on the round (its thread's clock, from the round's
+ * first line on) and how many times it waited in epoll_wait. So reachd's figure and the floor differ only in the
+ * writer, and the reader's share shows how the writer's pace made it work: a reader that outruns its writer
+ * waits (and is woken) once per few lines instead of once per batch of 256.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +29,19 @@
 #include <unistd.h>
 
 enum { LINE = 950, BATCH = 256 };
+
+/* One round as the reader saw it. */
+struct round_end {
+    double end;         /* CLOCK_MONOTONIC seconds when every connection had its line */
+    double cpu_ms;      /* the reader's CPU time in the round */
+    long waits;         /* epoll_wait calls in the round */
+};
+
+static double thread_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 static double now(void) {
     struct timespec t;
@@ -47,34 +66,39 @@ static int watch(int *fds, int count) {
 }
 
 /* Reads until every connection has received one complete line, `rounds` times; calls `done` with each
- * round's end time. */
-static void reader(int epoll, int *fds, int count, int rounds, void (*done)(double)) {
+ * round's end. */
+static void reader(int epoll, int *fds, int count, int rounds, void (*done)(struct round_end)) {
     struct epoll_event events[BATCH];
     char buffer[4096];
     for (int round = 0; round < rounds; round++) {
         int lines = 0;
+        long waits = 0;
+        double cpu_start = -1;
         while (lines < count) {
             int ready = epoll_wait(epoll, events, BATCH, 30000);
             if (ready < 0 && errno == EINTR) continue;
             if (ready <= 0) fail("epoll_wait (no line within 30 s)");
+            if (cpu_start < 0) cpu_start = thread_cpu_ms();
+            waits++;
             for (int i = 0; i < ready; i++) {
                 ssize_t n = recv(fds[events[i].data.u32], buffer, sizeof buffer, MSG_DONTWAIT);
                 if (n == 0) fail("a connection closed");
                 for (ssize_t j = 0; j < n; j++) lines += buffer[j] == '\n';
             }
         }
-        done(now());
+        double end = now();
+        done((struct round_end){.end = end, .cpu_ms = thread_cpu_ms() - cpu_start, .waits = waits});
     }
 }
 
 static int result_pipe = -1;
 
-static void send_end(double end) {
+static void send_end(struct round_end end) {
     if (write(result_pipe, &end, sizeof end) != sizeof end) fail("write");
 }
 
-static void print_end(double end) {
-    printf("%.9f\n", end);
+static void print_end(struct round_end end) {
+    printf("%.9f %.3f %ld\n", end.end, end.cpu_ms, end.waits);
     fflush(stdout);
 }
 
@@ -94,8 +118,9 @@ static int read_subscribers(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "read") == 0) return read_subscribers(argc, argv);
-    if (argc != 4 || strcmp(argv[1], "floor") != 0) {
-        fprintf(stderr, "usage: fanout-floor floor CONNECTIONS ROUNDS | fanout-floor read ROUNDS FD...\n");
+    int watched = argc == 5 && strcmp(argv[4], "watched") == 0;
+    if ((argc != 4 && !watched) || strcmp(argv[1], "floor") != 0) {
+        fprintf(stderr, "usage: fanout-floor floor CONNECTIONS ROUNDS [watched] | fanout-floor read ROUNDS FD...\n");
         return 2;
     }
     int count = atoi(argv[2]), rounds = atoi(argv[3]);
@@ -144,6 +169,7 @@ int main(int argc, char **argv) {
         if (writers[i] < 0) fail("accept4");
     }
     close(listener);
+    if (watched) watch(writers, count);
     char line[LINE];
     memset(line, 'x', sizeof line);
     line[LINE - 1] = '\n';
@@ -153,9 +179,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; i++) {
             if (send(writers[i], line, sizeof line, MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof line) fail("send");
         }
-        double end;
+        struct round_end end;
         if (read(ends[0], &end, sizeof end) != sizeof end) fail("read");
-        printf("%.3f\n", (end - start) * 1000);
+        printf("%.3f %.3f %ld\n", (end.end - start) * 1000, end.cpu_ms, end.waits);
         fflush(stdout);
     }
     waitpid(child, NULL, 0);

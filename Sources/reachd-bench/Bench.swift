@@ -141,14 +141,25 @@ struct Latency {
     }
 }
 
-/// Fan-out rounds: reachd's and, round by round, the floor's.
+/// Fan-out rounds: reachd's and, round by round, the floor's; with the reader's work in each.
 struct FanOut {
     var reachd: [Double] = []
     var floor: [Double] = []
+    /// The floor with the writer's connections in an epoll set (as reachd's are).
+    var watchedFloor: [Double] = []
+    var reachdReader: [ReaderWork] = []
+    var floorReader: [ReaderWork] = []
 
     func print(label: String, subscribers: Int, extra: String) {
         let r = reachd.sorted(), f = floor.sorted()
         Swift.print("\(label)fan-out to \(subscribers) subscribers (\(r.count) changes): median \(ms(median(r))) ms, max \(ms(r.last ?? 0)) ms; floor (bench/fanout-floor.c, same rounds): median \(ms(median(f))) ms; ratio \(ratio(median(r) / median(f)))\(extra)")
+        let w = median(watchedFloor)
+        Swift.print("\(label)  floor with the writer's connections in an epoll set, as a server's are: median \(ms(w)) ms; ratio \(ratio(median(r) / w))")
+        Swift.print("\(label)  the reader's work per change, median: reachd's subscribers \(Self.work(reachdReader)); the floor's \(Self.work(floorReader))")
+    }
+
+    private static func work(_ rounds: [ReaderWork]) -> String {
+        "CPU \(ms(median(rounds.map(\.cpuSeconds)))) ms in \(Int(median(rounds.map { Double($0.waits) }))) epoll waits"
     }
 }
 

@@ -25,10 +25,13 @@ final class SubscriberReader {
         close(output)
     }
 
-    /// The monotonic time at which every subscriber had received one more line.
-    func awaitLine() throws -> Double {
-        guard let line = try nextLine(), let time = Double(line) else { throw BenchError("the subscribers' reader failed") }
-        return time
+    /// The monotonic time at which every subscriber had received one more line, and the reader's work for it.
+    func awaitLine() throws -> (end: Double, reader: ReaderWork) {
+        guard let line = try nextLine(), case let fields = line.split(separator: " "), fields.count == 3,
+              let end = Double(fields[0]), let reader = ReaderWork(fields[1...]) else {
+            throw BenchError("the subscribers' reader failed")
+        }
+        return (end, reader)
     }
 
     private func nextLine() throws -> String? {
@@ -65,9 +68,22 @@ func spawn(_ program: String, _ arguments: [String]) throws -> (pid: pid_t, outp
     return (child, pipeEnds[0])
 }
 
-/// One round of bench/fanout-floor.c's floor on `connections` connections, in seconds.
-func fanOutFloor(_ program: String, connections: Int) throws -> Double {
-    let (child, output) = try spawn(program, ["floor", "\(connections)", "1"])
+/// What the reader (bench/fanout-floor.c) spent on one round: its CPU time, and its waits in `epoll_wait`.
+struct ReaderWork {
+    let cpuSeconds: Double
+    let waits: Int
+
+    /// From the reader's "CPU-MILLISECONDS WAITS".
+    init?(_ fields: ArraySlice<Substring>) {
+        guard fields.count == 2, let cpu = Double(fields[fields.startIndex]), let waits = Int(fields[fields.startIndex + 1]) else { return nil }
+        (cpuSeconds, self.waits) = (cpu / 1000, waits)
+    }
+}
+
+/// One round of bench/fanout-floor.c's floor on `connections` connections: its time in seconds, and the reader's work.
+/// `watched`: the writer's connections are in an epoll set, as a server's are.
+func fanOutFloor(_ program: String, connections: Int, watched: Bool = false) throws -> (seconds: Double, reader: ReaderWork) {
+    let (child, output) = try spawn(program, ["floor", "\(connections)", "1"] + (watched ? ["watched"] : []))
     defer { close(output) }
     var text: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 256)
@@ -78,7 +94,9 @@ func fanOutFloor(_ program: String, connections: Int) throws -> Double {
     }
     var status: Int32 = 0
     waitpid(child, &status, 0)
-    let line = String(decoding: text, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
-    guard status == 0, let value = Double(line) else { throw BenchError("\(program) floor failed (status \(status))") }
-    return value / 1000
+    let fields = String(decoding: text, as: UTF8.self).split(separator: "\n").first?.split(separator: " ") ?? []
+    guard status == 0, fields.count == 3, let value = Double(fields[0]), let reader = ReaderWork(fields[1...]) else {
+        throw BenchError("\(program) floor failed (status \(status))")
+    }
+    return (value / 1000, reader)
 }

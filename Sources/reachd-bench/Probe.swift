@@ -49,16 +49,21 @@ struct Probe {
     }
 
     /// `rounds` changes, each timed until every one of `clients` (subscribed) has its event line, each beside
-    /// one round of the floor program on as many connections.
+    /// one round of the floor program on as many connections, and one with the writer's connections watched.
     func fanOut(_ watcher: ReachdConnection, clients: [Int32], rounds: Int, program: String, into figures: inout FanOut) throws {
         var wired = try watcher.verdict(for: Request(op: .status), timeout: 5).verdict.status == .wired
         let reader = try SubscriberReader(program: program, fds: clients, rounds: rounds)
         for _ in 0..<rounds {
-            figures.floor.append(try fanOutFloor(program, connections: clients.count))
+            let floor = try fanOutFloor(program, connections: clients.count)
+            figures.floor.append(floor.seconds)
+            figures.floorReader.append(floor.reader)
+            figures.watchedFloor.append(try fanOutFloor(program, connections: clients.count, watched: true).seconds)
             let start = MonotonicClock.seconds()
             try link.set(up: !wired)
             wired.toggle()
-            figures.reachd.append(try reader.awaitLine() - start)
+            let round = try reader.awaitLine()
+            figures.reachd.append(round.end - start)
+            figures.reachdReader.append(round.reader)
             _ = try nextEvent(watcher)
         }
     }
