@@ -151,7 +151,10 @@ print(f"reachd-transfers RSS idle: {daemon.rss_kib() / 1024:.1f} MB")
 
 # 1. Throughput, alternating with curl -o; curl + fsync of the file as well, since the daemon fsyncs before the rename.
 curl_rates, curl_sync_rates, daemon_rates, written_rates, peaks = [], [], [], [], []
-curl_cpu, daemon_cpu = [], []  # CPU seconds per GiB
+# CPU seconds per GiB. The daemon fsyncs before the rename, and the writeback an fsync starts is done on the caller's
+# CPU, so curl's figure is also given with its `sync` of the file. Before each transfer, everything dirty is written
+# back (os.sync): the pages of the transfer before are not written back on the next one's time.
+curl_cpu, curl_sync_cpu, daemon_cpu = [], [], []
 gib = size / (1 << 30)
 
 
@@ -170,18 +173,21 @@ peer_rates, peer_cpu = {name: [] for name in peers}, {name: [] for name in peers
 
 for round_number in range(args.rounds):
     output = f"{work}/out/curl.bin"
+    os.sync()
     start, cpu_before = time.monotonic(), children_cpu()
     sh("ip", "netns", "exec", ns, "curl", "-sS", "-o", output, nginx_url)
     curl_time = time.monotonic() - start
     curl_cpu.append((children_cpu() - cpu_before) / gib)
     sh("sync", output)
     curl_sync_time = time.monotonic() - start
+    curl_sync_cpu.append((children_cpu() - cpu_before) / gib)
     os.unlink(output)
     curl_rates.append(size / curl_time / 1e6)
     curl_sync_rates.append(size / curl_sync_time / 1e6)
 
     for name, command in peers.items():
         output = f"{work}/out/{name}.bin"
+        os.sync()
         start, cpu_before = time.monotonic(), children_cpu()
         sh("ip", "netns", "exec", ns, *command(output))
         peer_rates[name].append(size / (time.monotonic() - start) / 1e6)
@@ -200,6 +206,7 @@ for round_number in range(args.rounds):
         written = time.monotonic() - start
         return wait(job, lambda j: j["state"] in ("completed", "failed", "cancelled")), written, time.monotonic() - start
 
+    os.sync()
     cpu_before = daemon.cpu_seconds()
     (finished, written_time, daemon_time), peak_mb = with_peak_rss(daemon, download)
     daemon_cpu.append((daemon.cpu_seconds() - cpu_before) / gib)
@@ -211,7 +218,8 @@ for round_number in range(args.rounds):
     peaks.append(peak_mb)
     print(f"round {round_number + 1}: curl -o {curl_rates[-1]:.0f} MB/s (with fsync {curl_sync_rates[-1]:.0f} MB/s), "
           f"reachd-transfers {written_rates[-1]:.0f} MB/s to the last byte in the partial file, {daemon_rates[-1]:.0f} MB/s to completed "
-          f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB; CPU s/GiB curl {curl_cpu[-1]:.2f}, reachd-transfers {daemon_cpu[-1]:.2f}")
+          f"(fsync and rename included), RSS peak {peaks[-1]:.1f} MB; CPU s/GiB curl {curl_cpu[-1]:.2f} (with its sync {curl_sync_cpu[-1]:.2f}), "
+          f"reachd-transfers {daemon_cpu[-1]:.2f} (its fsync included)")
 median = statistics.median
 if args.rounds > 0:
     print(f"throughput median: bytes written {median(written_rates):.0f} MB/s = {median(written_rates) / median(curl_rates):.2f} x curl -o; "
@@ -223,7 +231,8 @@ if args.rounds > 0:
               f"spread {min(peer_rates[name]):.0f}-{max(peer_rates[name]):.0f} MB/s")
     print(f"CPU seconds per GiB, median: curl {median(curl_cpu):.2f}, reachd-transfers {median(daemon_cpu):.2f} = "
           f"{median(daemon_cpu) / max(median(curl_cpu), 1e-9):.2f} x curl (spread: curl {min(curl_cpu):.2f}-{max(curl_cpu):.2f}, "
-          f"reachd-transfers {min(daemon_cpu):.2f}-{max(daemon_cpu):.2f})")
+          f"reachd-transfers {min(daemon_cpu):.2f}-{max(daemon_cpu):.2f}); curl with its sync {median(curl_sync_cpu):.2f} "
+          f"(spread {min(curl_sync_cpu):.2f}-{max(curl_sync_cpu):.2f}): reachd-transfers {median(daemon_cpu) / max(median(curl_sync_cpu), 1e-9):.2f} x")
 
 # 2. kill -9 in the middle of a transfer, restart, count what crossed the link twice. A fresh daemon, so that
 # the transfer has a connection of its own (tcp_info counts per connection).
