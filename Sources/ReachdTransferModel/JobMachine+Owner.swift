@@ -62,8 +62,14 @@ extension JobMachine {
     /// Whether `reevaluate` at `now` can change anything: a refresh check that is due, a job that waits or runs.
     /// (A paused job, and a finished one, stay as they are.)
     public func reevaluates(at now: Timestamp) -> Bool {
-        if job.state == .completed, let due = job.nextCheck { return due <= now }
-        return !job.state.isTerminal && job.state != .paused
+        reevaluatesFrom.map { $0 <= now } ?? false
+    }
+
+    /// From when `reevaluates(at:)` is true, nil for never: at any time for a job that waits or runs, from its
+    /// next check for a completed one.
+    public var reevaluatesFrom: Timestamp? {
+        if job.state == .completed { return job.nextCheck }
+        return !job.state.isTerminal && job.state != .paused ? Timestamp(microseconds: .min) : nil
     }
 
     /// Re-decides the job: a due refresh check is queued; a waiting job is queued or deferred by the gate

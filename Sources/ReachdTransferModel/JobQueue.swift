@@ -1,15 +1,34 @@
 /// Which waiting jobs start next: highest priority first, FIFO within a priority, up to the concurrency limit.
 public enum JobQueue {
-    /// The ids to start now, given every job and how many are running.
-    public static func toStart(_ jobs: some Sequence<Job>, running: Int, limit: Int) -> [String] {
+    /// Where a queued job stands: a higher priority first, then the one added first.
+    public struct Place: Sendable {
+        public let priority: Priority
+        public let sequence: Int64
+        public let id: String
+
+        /// The place of `job` while it is queued; nil in any other state.
+        public init?(_ job: Job) {
+            guard job.state == .queued else { return nil }
+            (priority, sequence, id) = (job.priority, job.sequence, job.id)
+        }
+
+        func precedes(_ other: Place) -> Bool {
+            (priority, -sequence) > (other.priority, -other.sequence)
+        }
+    }
+
+    /// The ids to start now (in order), given the places of the queued jobs and how many are running. The free
+    /// slots are few and the queue may be long, and this runs each time a slot frees: the first ones are picked
+    /// in one pass, without sorting the queue.
+    public static func toStart(_ places: some Sequence<Place>, running: Int, limit: Int) -> [String] {
         let free = limit - running
         guard free > 0 else { return [] }
-        // Sorted as small keys, not as jobs: a long queue is sorted again each time a slot frees.
-        return jobs.lazy.filter { $0.state == .queued }
-            .map { (priority: $0.priority, sequence: $0.sequence, id: $0.id) }
-            .sorted { ($0.priority, -$0.sequence) > ($1.priority, -$1.sequence) }
-            .prefix(free)
-            .map(\.id)
+        var first: [Place] = []
+        for place in places where first.count < free || place.precedes(first[first.count - 1]) {
+            if first.count == free { first.removeLast() }
+            first.insert(place, at: first.firstIndex { place.precedes($0) } ?? first.count)
+        }
+        return first.map(\.id)
     }
 }
 

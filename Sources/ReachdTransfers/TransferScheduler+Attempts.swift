@@ -56,7 +56,7 @@ extension TransferScheduler {
     // MARK: FetchObserver
 
     func allows(jobID: String, total: Int64?) -> Bool {
-        guard let machine = machines[jobID] else { return false }
+        guard let machine = machines[jobID]?.machine else { return false }
         return machine.allows(total: total, route: route(of: machine.job), at: .now())
     }
 

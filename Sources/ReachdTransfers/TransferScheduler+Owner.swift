@@ -78,7 +78,7 @@ extension TransferScheduler {
     func expireFinished() {
         guard settings.keepFinishedSeconds > 0 else { return }
         let before = Timestamp.now().microseconds - settings.keepFinishedSeconds * 1_000_000
-        let expired = machines.values.filter { $0.isFinished && $0.job.updated.microseconds < before }.map(\.id)
+        let expired = machines.values.filter { $0.machine.isFinished && $0.job.updated.microseconds < before }.map(\.machine.id)
         guard !expired.isEmpty else { return }
         forget(expired)
         logger.info("forgot \(expired.count) finished jobs older than \(settings.keepFinishedSeconds) s")
@@ -114,7 +114,7 @@ extension TransferScheduler {
 
     /// Removes the caller's finished jobs (root: everyone's); returns them.
     func clean(owner: Owner) -> [Job] {
-        let finished = machines.values.filter { owner.mayControl($0.job) && $0.isFinished }.map(\.job).sorted { $0.sequence < $1.sequence }
+        let finished = machines.values.filter { owner.mayControl($0.job) && $0.machine.isFinished }.map(\.job).sorted { $0.sequence < $1.sequence }
         forget(finished.map(\.id))
         return finished
     }
@@ -127,7 +127,7 @@ extension TransferScheduler {
             await undo()
             throw ProtocolError(.internalError, "the job store could not be written: \(error)")
         }
-        machines[job.id] = JobMachine(job, rules: settings.rules)
+        machines[job.id] = MachineCell(JobMachine(job, rules: settings.rules))
         logger.info("\(job.kind.name.rawValue) \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.file)", "uid": "\(job.owner.uid)"])
         feed(.added, to: job.id)
         reschedule()
@@ -143,7 +143,7 @@ extension TransferScheduler {
             throw ProtocolError(.invalidOutput, error.description)
         }
         if let clash = machines.values.first(where: { !$0.job.state.isTerminal && $0.job.file == spec.output }) {
-            throw ProtocolError(.conflict, "job \(clash.id) is already downloading to \(spec.output)")
+            throw ProtocolError(.conflict, "job \(clash.machine.id) is already downloading to \(spec.output)")
         }
         let identity = nextJobIdentity()
         let job = Job(id: identity.id, sequence: identity.sequence, spec: spec, owner: owner, created: .now())

@@ -48,7 +48,7 @@ actor TransferScheduler: FetchObserver {
     let logger: Logger
 
     /// Every job's state and bookkeeping: forgetting a job drops all of it.
-    var machines: [String: JobMachine] = [:]
+    var machines: [String: MachineCell] = [:]
     /// The transfer task of each job with an attempt under way.
     var running: [String: Task<Void, Never>] = [:]
     var jobHosts = JobHosts()
@@ -88,12 +88,12 @@ actor TransferScheduler: FetchObserver {
             var machine = JobMachine(job, rules: settings.rules)
             let partialSize = job.state.isTerminal ? 0 : await PartialFile.size(of: job, files: files)
             _ = machine.handle(.recovered(partialSize: partialSize), at: moment())
-            machines[job.id] = machine
+            machines[job.id] = MachineCell(machine)
         }
         logger.info("loaded \(stored.count) jobs, \(machines.values.filter { !$0.job.state.isTerminal }.count) unfinished")
         expireFinished()
-        for machine in machines.values where !machine.job.state.isTerminal || machine.job.download?.refreshSeconds != nil {
-            watchHost(of: machine.job)
+        for cell in machines.values where !cell.job.state.isTerminal || cell.job.download?.refreshSeconds != nil {
+            watchHost(of: cell.job)
         }
         reschedule()
     }
@@ -225,11 +225,11 @@ actor TransferScheduler: FetchObserver {
         // are completed ones kept fresh, whose check is not due).
         let now = moment()
         var routes: [(id: String, route: JobRoute)] = []
-        for (id, machine) in machines where machine.reevaluates(at: now.now) { routes.append((id, route(of: machine.job))) }
+        for (id, cell) in machines where cell.reevaluates(at: now.now) { routes.append((id, route(of: cell.job))) }
         for (id, route) in routes {
             for action in machines[id]?.handle(.reevaluate(route), at: now) ?? [] { carryOut(action, for: id) }
         }
-        for id in JobQueue.toStart(machines.values.lazy.map(\.job), running: running.count, limit: settings.concurrency) {
+        for id in JobQueue.toStart(machines.values.lazy.compactMap(\.place), running: running.count, limit: settings.concurrency) {
             feed(.start, to: id)
         }
         armWakeTimer()
@@ -238,7 +238,7 @@ actor TransferScheduler: FetchObserver {
     private func armWakeTimer() {
         wakeTimer?.cancel()
         wakeTimer = nil
-        guard let next = machines.values.compactMap(\.wakeAt).min() else { return }
+        guard let next = machines.values.lazy.compactMap(\.wakeAt).min() else { return }
         let delay = max(0, Double(next.microseconds - Timestamp.now().microseconds) / 1e6) + 0.01
         wakeTimer = Task {
             try? await Task.sleep(for: .seconds(delay))

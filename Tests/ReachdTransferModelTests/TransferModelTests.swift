@@ -303,12 +303,25 @@ final class TransferModelTests: XCTestCase {
             job("e", 5, .high, .running), job("f", 6, .high, .deferred), job("g", 7, .high, .paused), job("h", 0, .normal),
             job("i", 8, .high, .completed),
         ]
-        XCTAssertEqual(JobQueue.toStart(jobs, running: 0, limit: 10), ["c", "h", "b", "d", "a"])
-        XCTAssertEqual(JobQueue.toStart(jobs, running: 1, limit: 3), ["c", "h"])
-        XCTAssertEqual(JobQueue.toStart(jobs.reversed(), running: 0, limit: 2), ["c", "h"])
-        XCTAssertEqual(JobQueue.toStart(jobs, running: 3, limit: 3), [])
-        XCTAssertEqual(JobQueue.toStart(jobs, running: 5, limit: 3), [])
-        XCTAssertEqual(JobQueue.toStart([job("x", 1, .low, .failed)], running: 0, limit: 3), [])
+        XCTAssertEqual(JobQueue.toStart(jobs.compactMap(JobQueue.Place.init), running: 0, limit: 10), ["c", "h", "b", "d", "a"])
+        XCTAssertEqual(JobQueue.toStart(jobs.compactMap(JobQueue.Place.init), running: 1, limit: 3), ["c", "h"])
+        XCTAssertEqual(JobQueue.toStart(jobs.reversed().compactMap(JobQueue.Place.init), running: 0, limit: 2), ["c", "h"])
+        XCTAssertEqual(JobQueue.toStart(jobs.compactMap(JobQueue.Place.init), running: 3, limit: 3), [])
+        XCTAssertEqual(JobQueue.toStart(jobs.compactMap(JobQueue.Place.init), running: 5, limit: 3), [])
+        XCTAssertEqual(JobQueue.toStart([job("x", 1, .low, .failed)].compactMap(JobQueue.Place.init), running: 0, limit: 3), [])
+    }
+
+    /// The one-pass pick gives the first `free` jobs of the queue sorted, for queues of every shape.
+    func testQueuePickIsTheSortedQueuesFirstJobs() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let places = (0..<Int.random(in: 0...40, using: &generator)).map { n in
+                job("j\(n)", Int64.random(in: 0...1000, using: &generator) * 50 + Int64(n), Priority.allCases.randomElement(using: &generator)!)
+            }.compactMap(JobQueue.Place.init)
+            let sorted = places.sorted { ($0.priority, -$0.sequence) > ($1.priority, -$1.sequence) }.map(\.id)
+            let limit = Int.random(in: 1...6, using: &generator)
+            XCTAssertEqual(JobQueue.toStart(places, running: 0, limit: limit), Array(sorted.prefix(limit)))
+        }
     }
 
     func testProgressCheckpoint() {
