@@ -18,7 +18,7 @@ extension Fetcher {
     /// Fetches the rest of `job` into its partial file (which holds `offset` bytes of the version its validators name):
     /// Range/If-Range by `ResumePlan`, the body streamed to the file with backpressure, lengths checked.
     /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
-    func fetch(_ job: Job, into file: PartialFile, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+    func fetch(_ job: Job, into file: AttemptPartialFile, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
         let partial = job.download?.partial ?? Validators()
         let plan = ResumePlan.request(offset: offset, validators: partial, installed: job.isRefreshing ? job.download?.installed : nil)
         var request = Self.request(job.url)
@@ -60,8 +60,14 @@ extension Fetcher {
 
     /// The body into the partial file from `start`, as the attempt's outcome: complete and flushed when it has
     /// `total` bytes (or ended without one announced).
-    private func download(_ body: HTTPClientResponse.Body, into file: PartialFile, at start: Int64, total: Int64?,
+    private func download(_ body: HTTPClientResponse.Body, into partial: AttemptPartialFile, at start: Int64, total: Int64?,
                           jobID: String, observer: some FetchObserver) async -> FetchOutcome {
+        let file: PartialFile
+        do {
+            file = try await partial.created()
+        } catch {
+            return .failed(reason: "failed: \(error)")
+        }
         switch await receive(body, into: file, at: start, limit: total, progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
         case .overLimit(let total):
             return .restart(reason: "server sent more than the \(total) bytes it announced")
@@ -75,24 +81,25 @@ extension Fetcher {
             if let total, position != total {
                 return .retry(reason: "connection closed after \(position) of \(total) bytes", retryAfter: nil)
             }
-            return await Self.flushed(file) ?? .complete(total: position)
+            return await Self.flushed(partial) ?? .complete(total: position)
         }
     }
 
-    /// Flushes the partial file to disk: nil when done, else the job's outcome.
-    private static func flushed(_ file: PartialFile) async -> FetchOutcome? {
+    /// Flushes the partial file to disk (created if it is missing: it is what goes into place): nil when done, else
+    /// the job's outcome.
+    private static func flushed(_ partial: AttemptPartialFile) async -> FetchOutcome? {
         do {
-            try await file.sync()
+            try await partial.created().sync()
             return nil
         } catch {
             return .failed(reason: "failed: \(error)")
         }
     }
 
-    /// Empties the partial file: nil when done, else the job's outcome.
-    private static func emptied(_ file: PartialFile) async -> FetchOutcome? {
+    /// Empties the partial file (a missing one is empty): nil when done, else the job's outcome.
+    private static func emptied(_ partial: AttemptPartialFile) async -> FetchOutcome? {
         do {
-            try await file.truncate()
+            try await partial.file?.truncate()
             return nil
         } catch {
             return .failed(reason: "failed: \(error)")

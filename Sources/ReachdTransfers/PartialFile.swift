@@ -40,6 +40,20 @@ final class PartialFile: Sendable {
         }
     }
 
+    /// Opens the partial file of download `job` for writing if it exists; nil when it is missing.
+    static func openIfPresent(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile? {
+        do {
+            return try await files.run { () throws(FileError) in
+                PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, O_WRONLY | O_NOFOLLOW,
+                                                                         failure: "cannot open \(job.partialPath)"),
+                            files: files, isClients: true)
+            }
+        } catch {
+            if error.errno?.rawValue == ENOENT { return nil }
+            throw error
+        }
+    }
+
     /// Opens the partial file of download `job` as it is (not created), for measuring or moving it into place.
     static func existing(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile {
         try await files.run { () throws(FileError) in

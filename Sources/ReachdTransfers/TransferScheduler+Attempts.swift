@@ -15,14 +15,14 @@ extension TransferScheduler {
 
     /// A download into the partial file, from what it holds: the outcome, and what the partial file holds after it.
     private func download(_ job: Job) async -> (FetchOutcome, partialSize: Int64) {
-        let file: PartialFile
+        let partial: AttemptPartialFile
         do {
-            file = try await PartialFile.open(for: job, files: files)
+            partial = try await AttemptPartialFile.open(for: job, files: files)
         } catch {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        let outcome = await fetcher.fetch(job, into: file, offset: file.sizeWhenOpened, credentials: await credentials(for: job), observer: self)
-        return (outcome, (try? await file.size()) ?? 0)
+        let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job), observer: self)
+        return (outcome, await partial.size())
     }
 
     /// An upload: the file opened as its owner, sent whole.

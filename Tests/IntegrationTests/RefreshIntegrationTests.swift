@@ -25,6 +25,12 @@ final class RefreshIntegrationTests: XCTestCase {
         return stat(path, &info) == 0 ? UInt(info.st_ino) : 0
     }
 
+    /// When the directory's entries last changed, in nanoseconds (a file created or removed there moves it).
+    private func entriesChanged(_ directory: String) -> Int64 {
+        var info = stat()
+        return stat(directory, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
+    }
+
     func testPeriodicCheckGets304AndLeavesTheFile() throws {
         try start()
         let sum = try lab.serve("r.bin", bytes: 400_000)
@@ -34,10 +40,12 @@ final class RefreshIntegrationTests: XCTestCase {
         XCTAssertNotNil(first.download?.nextCheck)
         let etag = try XCTUnwrap(first.download?.partial.etag)
         let before = inode(lab.out + "/r.bin")
+        let entries = entriesChanged(lab.out)
         let checked = try lab.waitFor(id, "checked again", timeout: 30) { $0.state == .completed && $0.download?.lastChecked != first.download?.lastChecked }
         XCTAssertEqual(checked.bytesMoved, 400_000)
         XCTAssertGreaterThan(checked.download!.nextCheck!, checked.download!.lastChecked!)
         XCTAssertEqual(inode(lab.out + "/r.bin"), before, "the file was not rewritten")
+        XCTAssertEqual(entriesChanged(lab.out), entries, "a check answered 304 created and removed no partial file beside it")
         XCTAssertEqual(try lab.sha256(lab.out + "/r.bin"), sum)
         let check = try XCTUnwrap(lab.gets("r.bin", atLeast: 2).dropFirst().first)
         XCTAssertEqual(check["status"] as? Int, 304)
