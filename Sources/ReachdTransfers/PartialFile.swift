@@ -33,21 +33,13 @@ final class PartialFile: Sendable {
 
     /// Opens the partial file of download `job` for writing, creating it if it went missing.
     static func open(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile {
-        try await files.run { () throws(FileError) in
-            PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644,
-                                                                     failure: "cannot open \(job.partialPath)"),
-                        files: files, isClients: true)
-        }
+        try await opening(job, O_WRONLY | O_CREAT | O_NOFOLLOW, mode: 0o644, files: files)
     }
 
     /// Opens the partial file of download `job` for writing if it exists; nil when it is missing.
     static func openIfPresent(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile? {
         do {
-            return try await files.run { () throws(FileError) in
-                PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, O_WRONLY | O_NOFOLLOW,
-                                                                         failure: "cannot open \(job.partialPath)"),
-                            files: files, isClients: true)
-            }
+            return try await opening(job, O_WRONLY | O_NOFOLLOW, files: files)
         } catch {
             if error.errno?.rawValue == ENOENT { return nil }
             throw error
@@ -56,9 +48,13 @@ final class PartialFile: Sendable {
 
     /// Opens the partial file of download `job` as it is (not created), for measuring or moving it into place.
     static func existing(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile {
+        try await opening(job, O_RDONLY | O_NOFOLLOW, files: files)
+    }
+
+    /// Opens the partial file of download `job` with `flags` on the file threads.
+    private static func opening(_ job: Job, _ flags: Int32, mode: mode_t = 0, files: UserFiles) async throws(FileError) -> PartialFile {
         try await files.run { () throws(FileError) in
-            PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, O_RDONLY | O_NOFOLLOW,
-                                                                     failure: "cannot open \(job.partialPath)"),
+            PartialFile(path: job.partialPath, opened: try files.open(job.partialPath, flags, mode: mode, failure: "cannot open \(job.partialPath)"),
                         files: files, isClients: true)
         }
     }
