@@ -27,11 +27,8 @@ final class SubscriberReader {
 
     /// The monotonic time at which every subscriber had received one more line, and the reader's work for it.
     func awaitLine() throws -> (end: Double, reader: ReaderWork) {
-        guard let line = try nextLine(), case let fields = line.split(separator: " "), fields.count == 3,
-              let end = Double(fields[0]), let reader = ReaderWork(fields[1...]) else {
-            throw BenchError("the subscribers' reader failed")
-        }
-        return (end, reader)
+        guard let line = try nextLine(), let round = ReaderWork.round(line) else { throw BenchError("the subscribers' reader failed") }
+        return (round.figure, round.reader)
     }
 
     private func nextLine() throws -> String? {
@@ -73,10 +70,11 @@ struct ReaderWork {
     let cpuSeconds: Double
     let waits: Int
 
-    /// From the reader's "CPU-MILLISECONDS WAITS".
-    init?(_ fields: ArraySlice<Substring>) {
-        guard fields.count == 2, let cpu = Double(fields[fields.startIndex]), let waits = Int(fields[fields.startIndex + 1]) else { return nil }
-        (cpuSeconds, self.waits) = (cpu / 1000, waits)
+    /// A round's line of bench/fanout-floor.c, "FIGURE CPU-MILLISECONDS WAITS": its figure, and the reader's work.
+    static func round(_ line: some StringProtocol) -> (figure: Double, reader: ReaderWork)? {
+        let fields = line.split(separator: " ")
+        guard fields.count == 3, let figure = Double(fields[0]), let cpu = Double(fields[1]), let waits = Int(fields[2]) else { return nil }
+        return (figure, ReaderWork(cpuSeconds: cpu / 1000, waits: waits))
     }
 }
 
@@ -94,9 +92,7 @@ func fanOutFloor(_ program: String, connections: Int, watched: Bool = false) thr
     }
     var status: Int32 = 0
     waitpid(child, &status, 0)
-    let fields = String(decoding: text, as: UTF8.self).split(separator: "\n").first?.split(separator: " ") ?? []
-    guard status == 0, fields.count == 3, let value = Double(fields[0]), let reader = ReaderWork(fields[1...]) else {
-        throw BenchError("\(program) floor failed (status \(status))")
-    }
-    return (value / 1000, reader)
+    let line = String(decoding: text, as: UTF8.self).split(separator: "\n").first ?? ""
+    guard status == 0, let round = ReaderWork.round(line) else { throw BenchError("\(program) floor failed (status \(status))") }
+    return (round.figure / 1000, round.reader)
 }
