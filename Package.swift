@@ -57,7 +57,7 @@ let package = Package(
             dependencies: ["CNetlink", "ReachdModel", "ReachdSystem", .product(name: "Logging", package: "swift-log")]
         ),
         // Transfer jobs: states, gating, resume and retry decisions, queue order. Pure.
-        .target(name: "ReachdTransferModel", dependencies: ["ReachdModel", "CReachdFiles"]),
+        .target(name: "ReachdTransferModel", dependencies: ["ReachdModel"]),
         // reachd's wire protocol: line framing, request parsing, response encoding. Pure.
         .target(name: "ReachdProtocol", dependencies: ["ReachdModel"]),
         // reachd-transfers' wire protocol on the same framing: its requests, replies and job lines. Pure.

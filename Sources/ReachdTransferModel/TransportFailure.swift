@@ -8,8 +8,6 @@ public enum TransportFailure: Hashable, Sendable {
     case tls(String)
     /// A file could not be read or written.
     case file(String)
-    /// The file to upload contains the multipart boundary.
-    case boundaryInFile
     /// Anything else: the network.
     case network(String)
 
@@ -20,7 +18,6 @@ public enum TransportFailure: Hashable, Sendable {
         case .handshake(let error): .failed(reason: "failed: TLS: \(error) (a certificate the system does not trust? [downloads] ca_file adds a CA)")
         case .tls(let error): .failed(reason: "failed: TLS: \(error)")
         case .file(let error): .failed(reason: "failed: \(error)")
-        case .boundaryInFile: .restart(reason: "the file contains the multipart boundary")
         case .network(let error): cancelled ? .stopped : .retry(reason: "network error: \(error)", retryAfter: nil)
         }
     }

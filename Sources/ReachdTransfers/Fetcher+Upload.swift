@@ -7,7 +7,7 @@ import Glibc
 
 extension Fetcher {
     /// Sends `file` (`file.size` bytes) of upload `job`: the body for PUT, a `multipart/form-data` part for
-    /// POST (with a boundary found in neither the file nor the fields); restarts from byte 0 each attempt. Over
+    /// POST (its boundary drawn anew for each attempt); restarts from byte 0 each attempt. Over
     /// plain http the file goes to the socket with `sendfile` (`SendfileBody`), else it is streamed (`UploadBody`).
     /// Sent by the client that follows no redirects, an upload is redirected only as `UploadRedirects` decides.
     func upload(_ job: Job, file: FileToSend, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
@@ -18,16 +18,13 @@ extension Fetcher {
         while true {
             let url = redirects.current
             var request = Self.request(url, method: form.method == .post ? .POST : .PUT)
-            var prefix: [UInt8] = [], suffix: [UInt8] = [], delimiter: [UInt8]?
+            var prefix: [UInt8] = [], suffix: [UInt8] = []
             if case .post(let fields, let fileField) = form {
                 let name = String(job.file[job.file.index(after: job.file.lastIndex(of: "/")!)...])
-                var multipart: MultipartForm
-                repeat {
-                    multipart = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: fields,
+                let multipart = MultipartForm(boundary: MultipartForm.randomBoundary(using: &generator), fields: fields,
                                               fileField: fileField, fileName: name)
-                } while multipart.fieldsContainDelimiter
                 request.headers.add(name: "Content-Type", value: multipart.mediaType)
-                (prefix, suffix, delimiter) = (multipart.head, multipart.tail, multipart.delimiter)
+                (prefix, suffix) = (multipart.head, multipart.tail)
             } else {
                 request.headers.add(name: "Content-Type", value: "application/octet-stream")
             }
@@ -36,7 +33,7 @@ extension Fetcher {
             if url.lowercased().hasPrefix("http:") {
                 let eventLoop = clientWithoutRedirects.eventLoopGroup.next()
                 do {
-                    let body = try SendfileBody(prefix: prefix, file: file, suffix: suffix, delimiter: delimiter, eventLoop: eventLoop)
+                    let body = try SendfileBody(prefix: prefix, file: file, suffix: suffix, eventLoop: eventLoop)
                     // Progress as the socket takes the file, all of it reported before the outcome.
                     async let reported: Void = { for await sent in body.written { await progress(sent) } }()
                     result = await sendWithoutRedirects(request, body: body, credentials: credentials,
@@ -46,7 +43,7 @@ extension Fetcher {
                     result = .failure(Self.failure(of: error))
                 }
             } else {
-                let body = UploadBody(prefix: prefix, file: file, suffix: suffix, delimiter: delimiter, progress: progress)
+                let body = UploadBody(prefix: prefix, file: file, suffix: suffix, progress: progress)
                 request.body = .stream(body, length: .known(Int64(prefix.count) + file.size + Int64(suffix.count)))
                 switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
                 case .failure(let error): result = .failure(error)
@@ -55,10 +52,6 @@ extension Fetcher {
             }
             switch result {
             case .failure(let error):
-                if case .restart = error.outcome {
-                    logger.info("upload \(id): the file contains the multipart boundary; sending again with another")
-                    continue
-                }
                 return error.outcome
             case .success(let answer):
                 switch redirects.next(after: answer, withCredentials: credentials != nil, now: Double(time(nil))) {

@@ -124,7 +124,6 @@ final class Fetcher: Sendable {
         case let error as NIOSSLError: .handshake("\(error)")
         case let error as BoringSSLError: .tls("\(error)")
         case let error as FileError: .file("\(error)")
-        case is UploadBody.BoundaryInFile: .boundaryInFile
         default: .network(describe(error))
         }
     }

@@ -12,35 +12,29 @@ import Glibc
 /// written to the socket (the answer delegate reports each written one through `partWritten`, and `written`
 /// passes the count on as progress): NIO always has the next, and a piece is checked shortly before it goes:
 /// that the file still holds it (`sendfile` at the end of a file that got shorter sends nothing, and NIO would
-/// try again forever: `fileGotShorter` lets a watchdog end that), and, with a multipart `delimiter`, that it
-/// does not contain the boundary (read on a file thread into a small reused buffer and searched, as
-/// `UploadBody` does). Only for plain TCP, through a client that follows no redirects: TLS cannot take a
-/// file region, and a redirect could lead to https.
+/// try again forever: `fileGotShorter` lets a watchdog end that). Only for plain TCP, through a client that
+/// follows no redirects: TLS cannot take a file region, and a redirect could lead to https.
 final class SendfileBody: Sendable {
     private let prefix: [UInt8]
     private let size: Int64
     private let suffix: [UInt8]
-    private let delimiter: [UInt8]?
-    private let pool: NIOThreadPool
     /// The connection's event loop: NIO uses `regions` there, so it is closed there too.
     private let eventLoop: any EventLoop
     /// The file bytes written to the socket so far (the latest count); finishes when the request ends.
     let written: AsyncStream<Int64>
     private let writtenCounts: AsyncStream<Int64>.Continuation
     /// Descriptors of the body's own (the body may outlive the upload call, and a region must never name a
-    /// descriptor number that was closed and used again): one for NIO's file regions, one for the checks.
+    /// descriptor number that was closed and used again): one for NIO's file regions, one for the size checks.
     private let regions: NIOFileHandle
-    private let reads: Int32
+    private let checks: Int32
     private let lifetime = Mutex<Lifetime>(Lifetime())
 
-    /// The file is handed over in pieces of 4 MiB: each is one hop to a file thread (for the boundary check),
-    /// one write through async-http-client and one progress report.
+    /// The file is handed over in pieces of 4 MiB: each is one size check, one write through async-http-client
+    /// and one progress report.
     static let pieceBytes = 4 << 20
-    /// The boundary check reads this much at a time: a buffer that stays in the CPU's cache while it is searched.
-    static let readBytes = 256 << 10
 
     /// Both descriptors are closed once the request is over (every region handed to NIO is written or failed)
-    /// and the loop that reads is not running.
+    /// and the loop that hands the body over is not running.
     private struct Lifetime {
         /// One promise per piece handed over and not yet written, oldest first; failed when the request ends first.
         var unwritten: [EventLoopPromise<Void>] = []
@@ -56,20 +50,19 @@ final class SendfileBody: Sendable {
         }
     }
 
-    /// The body of `file` (`file.size` bytes) between `prefix` and `suffix`, read on its file threads through
-    /// descriptors of its own. `requestEnded()` must be called when the request is over.
-    init(prefix: [UInt8], file: FileToSend, suffix: [UInt8], delimiter: [UInt8]?, eventLoop: any EventLoop) throws {
+    /// The body of `file` (`file.size` bytes) between `prefix` and `suffix`, sent through descriptors of its own.
+    /// `requestEnded()` must be called when the request is over.
+    init(prefix: [UInt8], file: FileToSend, suffix: [UInt8], eventLoop: any EventLoop) throws {
         let forRegions = dup(file.raw)
         guard forRegions >= 0 else { throw FileError("reading the file to upload") }
-        let forReads = dup(file.raw)
-        guard forReads >= 0 else {
+        let forChecks = dup(file.raw)
+        guard forChecks >= 0 else {
             close(forRegions)
             throw FileError("reading the file to upload")
         }
-        (self.prefix, self.size, self.suffix, self.delimiter, self.pool, self.eventLoop) =
-            (prefix, file.size, suffix, delimiter, file.threads, eventLoop)
+        (self.prefix, self.size, self.suffix, self.eventLoop) = (prefix, file.size, suffix, eventLoop)
         (written, writtenCounts) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
-        (regions, reads) = (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: forRegions), forReads)
+        (regions, checks) = (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: forRegions), forChecks)
     }
 
     var body: HTTPClient.Body {
@@ -130,7 +123,7 @@ final class SendfileBody: Sendable {
     }
 
     private func closeDescriptors() {
-        Glibc.close(reads)
+        Glibc.close(checks)
         let regions = self.regions
         eventLoop.execute { try? regions.close() }
     }
@@ -140,21 +133,15 @@ final class SendfileBody: Sendable {
     /// find the request still open (async-http-client would fail it).
     private func send(to writer: HTTPClient.Body.StreamWriter) async throws {
         if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
-        var scanner = delimiter.map(DelimiterScanner.init)
-        let piece = scanner == nil ? nil : PieceBuffer()
         var offset: Int64 = 0
         var unwritten: [EventLoopFuture<Void>] = []
         while offset < size {
             let count = Int(Swift.min(Int64(Self.pieceBytes), size - offset))
-            if let piece, let searching = scanner {
-                let at = offset, reads = self.reads
-                scanner = try await pool.runIfActive { try piece.search(reads, at: at, count: count, with: searching) }
-            }
             if unwritten.count == 2 {
                 try await unwritten.removeFirst().get()
             }
             var status = stat()
-            guard fstat(reads, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
+            guard fstat(checks, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
                 throw FileError.fileToUploadGotShorter
             }
             let region = FileRegion(fileHandle: regions, readerIndex: Int(offset), endIndex: Int(offset) + count)
@@ -181,25 +168,5 @@ final class SendfileBody: Sendable {
             throw HTTPClientError.cancelled
         }
         return written.futureResult
-    }
-
-    /// Memory for the boundary check, reused for every piece; used by one file-thread job at a time.
-    private final class PieceBuffer: @unchecked Sendable {
-        private let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: SendfileBody.readBytes, alignment: 64)
-
-        deinit { bytes.deallocate() }
-
-        /// Reads `count` bytes of `fd` at `at` and feeds them to `scanner`; throws `BoundaryInFile` if it finds it.
-        func search(_ fd: Int32, at: Int64, count: Int, with scanner: DelimiterScanner) throws -> DelimiterScanner {
-            var scanner = scanner
-            var done = 0
-            while done < count {
-                let n = pread(fd, bytes.baseAddress!, Swift.min(bytes.count, count - done), off_t(at) + off_t(done))
-                guard n > 0 else { throw n == 0 ? FileError.fileToUploadGotShorter : FileError("reading the file to upload") }
-                if scanner.feed(UnsafeRawBufferPointer(rebasing: bytes[..<n])) { throw UploadBody.BoundaryInFile() }
-                done += n
-            }
-            return scanner
-        }
     }
 }

@@ -46,7 +46,6 @@ final class RequestRulesTests: XCTestCase {
         func text(_ outcome: FetchOutcome) -> String {
             switch outcome {
             case .failed(let reason): "failed|\(reason)"
-            case .restart(let reason): "restart|\(reason)"
             case .retry(let reason, let after): "retry|\(reason)|\(after.map { "\($0)" } ?? "-")"
             case .stopped: "stopped"
             default: "other"
@@ -57,7 +56,6 @@ final class RequestRulesTests: XCTestCase {
             (.handshake("x509"), false, "failed|failed: TLS: x509 (a certificate the system does not trust? [downloads] ca_file adds a CA)"),
             (.tls("bad record"), false, "failed|failed: TLS: bad record"),
             (.file("the file to upload got shorter"), false, "failed|failed: the file to upload got shorter"),
-            (.boundaryInFile, false, "restart|the file contains the multipart boundary"),
             (.network("connect timeout"), false, "retry|network error: connect timeout|-"),
             (.network("connect timeout"), true, "stopped"),
         ]
