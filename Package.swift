@@ -65,9 +65,11 @@ let package = Package(
         // glibc's malloc_trim and mallopt, which Swift's Glibc module does not export, and the read-only pages of the
         // loaded objects (dl_iterate_phdr) unmapped once a daemon serves.
         .target(name: "CReachdMemory"),
-        // glibc's sync_file_range (the download writer) and memmem (the multipart boundary check), declared only
-        // under _GNU_SOURCE.
+        // glibc's sync_file_range (the download writer), declared only under _GNU_SOURCE.
         .target(name: "CReachdFiles"),
+        // Swift Concurrency's global enqueue hook, set by reference: the static runtime of the installed reachd hides
+        // it from dlsym, through which NIO's take-over looks for it.
+        .target(name: "CReachdExecutor"),
         // The transfer service: job store (GRDB), HTTP (async-http-client), scheduler, its socket server. It judges the
         // network with ReachdMonitor (when reachd does not run) and is built on ReachdServiceKit, never on ReachdDaemon.
         .target(
@@ -169,6 +171,7 @@ let package = Package(
             name: "reachd",
             dependencies: [
                 "ReachdDaemon", "ReachdMonitor", "ReachdConfig", "ReachdModel", "ReachdProtocol", "ReachdServiceKit", "ReachdSystem",
+                "CReachdExecutor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -20,7 +20,7 @@ enum ReachdMain {
         // worker pool (whose monitor ticks every second), and the main thread only waits for signals.
         ShutdownSignals.block()
         Daemon.limitMemoryArenas()
-        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        GlobalExecutor.runOnEventLoops()
         // Detached: `main` is on the main actor, whose queue nobody drains while this thread waits for signals.
         Task.detached {
             await Reachd.main()
@@ -84,6 +84,9 @@ struct Reachd: AsyncParsableCommand {
     func run() async throws {
         DaemonStartup.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "reachd")
+        if MultiThreadedEventLoopGroup.currentEventLoop == nil {
+            logger.warning("async code runs on libdispatch's worker pool, not on the event loops: the daemon wakes every second")
+        }
         var environment: [String: String] = [:]
         if let runtime = getenv("XDG_RUNTIME_DIR") { environment["XDG_RUNTIME_DIR"] = String(cString: runtime) }
         // nil for a system user without XDG_RUNTIME_DIR: then only a socket systemd passes will do.
