@@ -13,6 +13,8 @@ enum GlobalExecutor {
     /// set by reference. Whether either took shows in where async code runs (`currentEventLoop`).
     static func runOnEventLoops() {
         if NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() { return }
+        // Only where NIO itself would install its hook: on a later runtime the hook's layout is not known.
+        #if compiler(<6.6)
         withUnsafeTemporaryAllocation(of: EnqueueHook.self, capacity: 1) { hook in
             // As NIO does: a thin function, read as the pointer the runtime calls.
             hook.baseAddress!.initialize(to: { job, _ in
@@ -24,5 +26,6 @@ enum GlobalExecutor {
                 _ = reachd_install_enqueue_global_hook($0.pointee)
             }
         }
+        #endif
     }
 }
