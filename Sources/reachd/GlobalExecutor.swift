@@ -16,11 +16,9 @@ enum GlobalExecutor {
         // Only where NIO itself would install its hook: on a later runtime the hook's layout is not known.
         #if compiler(<6.6)
         withUnsafeTemporaryAllocation(of: EnqueueHook.self, capacity: 1) { hook in
-            // As NIO does: a thin function, read as the pointer the runtime calls.
+            // As NIO does: a thin function, read as the pointer the runtime calls, handing the job to NIO's own enqueue.
             hook.baseAddress!.initialize(to: { job, _ in
-                let loop = MultiThreadedEventLoopGroup.singleton.any()
-                let executor = loop.executor.asUnownedSerialExecutor()
-                loop.execute { job.runSynchronously(on: executor) }
+                MultiThreadedEventLoopGroup.singleton.any().enqueue(ExecutorJob(job))
             })
             hook.baseAddress!.withMemoryRebound(to: UnsafeMutableRawPointer.self, capacity: 1) {
                 _ = reachd_install_enqueue_global_hook($0.pointee)
