@@ -251,7 +251,7 @@ let package = Package(
         .testTarget(
             name: "ReachdServiceKitTests",
             dependencies: [
-                "ReachdServiceKit", "CReachdMemory",
+                "ReachdServiceKit", "ReachdSystem", "CReachdMemory",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

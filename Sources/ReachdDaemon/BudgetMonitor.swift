@@ -33,6 +33,8 @@ final class BudgetMonitor: Service, Sendable {
     private let state: Mutex<State>
     private let budgets: [DataBudget]
     private let view: NetworkView
+    /// How the wait between samples is timed.
+    private let sleeper: Sleeper
     private let sysfs: SysfsReader
     private let path: String
     private let bootID: String
@@ -40,7 +42,8 @@ final class BudgetMonitor: Service, Sendable {
 
     /// Reads the saved ledgers from `directory/budgets`: a missing file is a first start, a file that cannot be
     /// used a warning and a fresh count.
-    init(budgets: [DataBudget], stateDirectory directory: String, view: NetworkView, sysfsRoot: String, logger: Logger) {
+    init(budgets: [DataBudget], stateDirectory directory: String, view: NetworkView, sysfsRoot: String, sleeper: Sleeper,
+         logger: Logger) {
         let path = "\(directory)/budgets"
         let boot = SmallFile.text(at: "/proc/sys/kernel/random/boot_id", limit: 64)?.split(separator: "\n").first.map(String.init)
         var saved: [String: BudgetLedger] = [:]
@@ -56,6 +59,7 @@ final class BudgetMonitor: Service, Sendable {
         state = Mutex(State(book: BudgetBook(budgets: budgets, saved: saved)))
         self.budgets = budgets
         self.view = view
+        self.sleeper = sleeper
         sysfs = SysfsReader(root: sysfsRoot)
         self.path = path
         bootID = boot.flatMap { $0.isEmpty || $0.count > 40 ? nil : $0 } ?? "unknown"
@@ -69,7 +73,7 @@ final class BudgetMonitor: Service, Sendable {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 self.sample()
-                try? await Task.sleep(for: .seconds(Self.sampleSeconds))
+                try? await self.sleeper.sleep(for: .seconds(Self.sampleSeconds))
             }
         }
         sample()

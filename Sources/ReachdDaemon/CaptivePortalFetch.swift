@@ -4,6 +4,8 @@ import NIOCore
 import NIOHTTP1
 import ReachdModel
 import ReachdMonitor
+import ReachdServiceKit
+import ReachdSystem
 
 /// One RFC 8908 query: `GET` the announced API with `Accept: application/captive+json`, over TLS verified
 /// against the system's trust store (never plain http: the announcement is only taken when https), no
@@ -74,7 +76,7 @@ enum CaptivePortalFetch {
         do {
             let response = try await client.execute(request, deadline: deadline)
             guard response.status == .ok else { return .failure(Failure("HTTP status \(response.status.code)")) }
-            let body = try await collect(response.body, by: deadline)
+            let body = try await collect(response.body, by: deadline, timers: client.eventLoopGroup)
             return CaptivePortalStatus.parse(Array(body.readableBytesView)).mapError { Failure("\($0)") }
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             return .failure(deadlineFailure)
@@ -86,12 +88,14 @@ enum CaptivePortalFetch {
     }
 
     /// The body, at most `CaptivePortalStatus.maximumBody` bytes, read before `deadline` (async-http-client's
-    /// deadline ends with the answer's head; a server trickling the body is cut off here).
-    private static func collect(_ body: HTTPClientResponse.Body, by deadline: NIODeadline) async throws -> ByteBuffer {
+    /// deadline ends with the answer's head; a server trickling the body is cut off here), timed by `timers`' loops.
+    private static func collect(
+        _ body: HTTPClientResponse.Body, by deadline: NIODeadline, timers: any EventLoopGroup
+    ) async throws -> ByteBuffer {
         try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask { try await body.collect(upTo: CaptivePortalStatus.maximumBody) }
             group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(max(0, (deadline - .now()).nanoseconds)))
+                try await Sleeper.eventLoops(timers).sleep(for: Duration(deadline - .now()))
                 return nil
             }
             defer { group.cancelAll() }

@@ -2,6 +2,8 @@ import Logging
 import NIOCore
 import ReachdModel
 import ReachdMonitor
+import ReachdServiceKit
+import ReachdSystem
 import Synchronization
 
 /// Asks the captive-portal API the internet path's network announced (RFC 8910, as networkd records it) what
@@ -81,7 +83,7 @@ final class CaptivePortalMonitor: InternetVerdictFollower {
                 logger.warning(message, metadata: ["url": "\(key.apiURL.terminalSafe)", "error": "\(why.description.terminalSafe)"])
             }
             let delay = CaptivePortalSchedule.secondsUntilNextQuery(after: answer, failures: failures)
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            try? await Sleeper.eventLoops(group).sleep(for: .seconds(delay))
         }
     }
 

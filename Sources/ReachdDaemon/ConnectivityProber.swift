@@ -3,6 +3,8 @@ import NIOCore
 import NIOPosix
 import ReachdModel
 import ReachdMonitor
+import ReachdServiceKit
+import ReachdSystem
 import Synchronization
 
 /// Runs the configured connectivity check after every change of the internet path (and, while it fails,
@@ -84,7 +86,7 @@ final class ConnectivityProber: InternetVerdictFollower {
                 delay = check.retryDelay(afterFailures: failures)
                 failures += 1
             }
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            try? await Sleeper.eventLoops(group).sleep(for: .seconds(delay))
         }
     }
 

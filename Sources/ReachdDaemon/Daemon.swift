@@ -67,9 +67,11 @@ public enum Daemon {
         let metrics = options.configuration.metricsListen.map { _ in DaemonMetrics() }
         // Tells the NetworkManager face of each snapshot once it serves (links change without the verdict).
         let snapshotRelay = Relay()
+        // Every wait is timed by the event loops: Task.sleep would start libdispatch's pool and its 1 Hz monitor.
+        let sleeper = Sleeper.eventLoops(MultiThreadedEventLoopGroup.singleton)
         let network = try NetworkView(
             configuration: options.configuration, checking: options.configuration.connectivityCheck != nil,
-            watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, logger: logger,
+            watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, sleeper: sleeper, logger: logger,
             snapshots: { _ in snapshotRelay.call() }
         )
         let hub = network.hub, hosts = network.hosts
@@ -78,7 +80,7 @@ public enum Daemon {
         // Data budgets (issue 33), counted only when configured; the first count is in the verdicts before the socket opens.
         let budgets = options.configuration.budgets.isEmpty ? nil : BudgetMonitor(
             budgets: options.configuration.budgets, stateDirectory: options.stateDirectory, view: network,
-            sysfsRoot: options.watcher.sysfsRoot, logger: logger
+            sysfsRoot: options.watcher.sysfsRoot, sleeper: sleeper, logger: logger
         )
         if let budgets {
             budgets.sample()
@@ -112,7 +114,7 @@ public enum Daemon {
         let face = await faceBus.serve(NetworkManagerFace.name, logger: logger) {
             let face = try NetworkManagerFace(
                 bus: faceBus, hub: hub, classifier: options.configuration.classifier,
-                checking: options.configuration.connectivityCheck != nil, logger: logger
+                checking: options.configuration.connectivityCheck != nil, sleeper: sleeper, logger: logger
             )
             // The verdict's changes (the connectivity check's too) and every snapshot, from the current ones on.
             _ = hub.addObserver(startingWithCurrent: true, refreshes: true) { _ in face.networkChanged() }

@@ -26,7 +26,7 @@ extension NetworkManagerFace {
         logger.notice("D-Bus: the NetworkManager face gave \(Self.name) up for NetworkManager")
         let seconds = Self.stepBackSeconds
         Task { [self] in
-            try? await Task.sleep(for: .seconds(seconds))
+            try? await sleeper.sleep(for: .seconds(seconds))
             perform { face in
                 guard face.steppedBack else { return }
                 face.logger.notice("D-Bus: nobody took \(Self.name) within \(seconds) s; the NetworkManager face asks for it again")

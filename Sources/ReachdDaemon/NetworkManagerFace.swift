@@ -26,6 +26,8 @@ public final class NetworkManagerFace: @unchecked Sendable {
     private let classifier: InterfaceClassifier
     private let checking: Bool
     let logger: Logger
+    /// How the wait after a step back is timed.
+    let sleeper: Sleeper
     private let connection: BusConnection
     /// Only touched on the bus thread (and by init before it runs): what every reader is served.
     private var state: NetworkManagerFaceState
@@ -36,10 +38,11 @@ public final class NetworkManagerFace: @unchecked Sendable {
 
     /// Connects, exports the objects and asks for the name; throws when the bus cannot be used.
     /// `checking`: a connectivity check is configured.
-    public init(bus which: Bus, hub: VerdictHub, classifier: InterfaceClassifier, checking: Bool, logger: Logger) throws {
+    package init(bus which: Bus, hub: VerdictHub, classifier: InterfaceClassifier, checking: Bool, sleeper: Sleeper, logger: Logger) throws {
         self.hub = hub
         self.classifier = classifier
         self.checking = checking
+        self.sleeper = sleeper
         self.logger = logger
         state = NetworkManagerFaceState(verdict: hub.current?.verdict, snapshot: hub.snapshot, classifier: classifier, checking: checking)
         connection = try BusConnection(which)

@@ -1,6 +1,7 @@
 import Logging
 import ReachdModel
 import ReachdNetlink
+import ReachdSystem
 import Synchronization
 
 /// Host targets: resolves names (in each requester's turn, `HostResolver`), asks the kernel for the route to
@@ -50,21 +51,25 @@ public final class HostMonitor: Sendable {
     /// The kernel's route decisions for a batch of addresses (`RouteLookup`; tests give their own).
     private let routes: @Sendable ([IPAddress]) -> [RouteDecision]
     private let state = Mutex(State())
+    /// How the refresh and the retries wait (reachd: its event loops' timers).
+    private let sleeper: Sleeper
     private let logger: Logger
 
     /// `refreshSeconds`: how often watched names are resolved again (getaddrinfo tells no TTL); 0 = only
     /// after network changes.
-    package convenience init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger) throws {
+    package convenience init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, sleeper: Sleeper = .task,
+                             logger: Logger) throws {
         let lookup = try SerialRouteLookup()
-        self.init(judge: judge, refreshSeconds: refreshSeconds, resolver: resolver, logger: logger) { lookup($0) }
+        self.init(judge: judge, refreshSeconds: refreshSeconds, resolver: resolver, sleeper: sleeper, logger: logger) { lookup($0) }
     }
 
     /// A monitor whose route decisions come from `routes`.
-    package init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, logger: Logger,
+    package init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, sleeper: Sleeper = .task, logger: Logger,
                  routes: @escaping @Sendable ([IPAddress]) -> [RouteDecision]) {
         self.judge = judge
         self.refreshSeconds = refreshSeconds
         self.resolver = resolver
+        self.sleeper = sleeper
         self.routes = routes
         self.logger = logger
     }
@@ -162,7 +167,7 @@ public final class HostMonitor: Sendable {
     /// as its fresh answer comes.
     private func refreshPeriodically() async {
         while !Task.isCancelled {
-            try? await Task.sleep(nanoseconds: UInt64(refreshSeconds * 1e9))
+            try? await sleeper.sleep(for: .seconds(refreshSeconds))
             guard !Task.isCancelled else { return }
             state.withLock { $0.epoch += 1 }
             resolveWatchedSoon()
@@ -234,7 +239,7 @@ public final class HostMonitor: Sendable {
     private func retryUnanswered() async {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
-            try? await Task.sleep(for: delay)
+            try? await sleeper.sleep(for: delay)
             let hosts = state.withLock { state -> [(String, Resolution)] in
                 let hosts = state.unanswered.compactMap { host -> (String, Resolution)? in
                     guard let entry = state.entries[host], entry.watchers > 0, let resolution = entry.resolution else { return nil }

@@ -36,14 +36,16 @@ public final class NetworkView: Sendable {
     private let metrics: (any NetworkMetrics)?
 
     /// `checking`: a connectivity check will report into the hub; `snapshots` gets each merged snapshot, in
-    /// order, after the hub judged it (ReachdNetwork judges its own paths from them).
+    /// order, after the hub judged it (ReachdNetwork judges its own paths from them); `sleeper`: how the watched
+    /// hosts' refresh waits.
     package init(configuration: Configuration, checking: Bool = false, watcher options: Options,
-                 networkManager: Bus, metrics: (any NetworkMetrics)? = nil, logger: Logger,
+                 networkManager: Bus, metrics: (any NetworkMetrics)? = nil, sleeper: Sleeper = .task, logger: Logger,
                  snapshots: (@Sendable (NetworkSnapshot) -> Void)? = nil) throws {
         let hub = VerdictHub(engine: InternetVerdict(classifier: configuration.classifier), checking: checking)
         let resolver = HostResolver()
         let hosts = try HostMonitor(
-            judge: configuration.hostJudge, refreshSeconds: configuration.hostRefreshSeconds, resolver: resolver, logger: logger
+            judge: configuration.hostJudge, refreshSeconds: configuration.hostRefreshSeconds, resolver: resolver, sleeper: sleeper,
+            logger: logger
         )
         let merger = SnapshotMerger(keepsCaptivePortals: configuration.captivePortalAPI) { snapshot in
             let published = hub.update(snapshot: snapshot)
