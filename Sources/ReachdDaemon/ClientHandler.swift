@@ -195,9 +195,8 @@ final class ClientHandler: ChannelInboundHandler {
             channel.close(promise: nil)
             return
         }
-        channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil)
-        // Events to a subscriber go straight to its socket only while nothing waits in the channel's queue.
-        registry.wroteThroughChannel(channel)
+        // Events to a subscriber go straight to its socket only once nothing of the reply waits in the channel's queue.
+        registry.writeThroughChannel(channel) { channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil) }
         if case .subscribed = reply { channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil) }
         channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
     }

@@ -78,14 +78,19 @@ public final class SocketServer: Sendable {
                 }
             }
         channel = try await endpoint.bind(bootstrap, logger: logger)
-        // Each event is encoded once and handed to the event loops, one task per loop and batch.
+        // Each event is encoded once and written by the publishing thread, or for many subscribers handed to the
+        // event loops in turn.
         let serving = Array(registries.values)
         let loops = serving.map(\.eventLoop)
         let fanOut: @Sendable ([(verdict: StampedVerdict, key: String)]) -> Void = { batch in
             let events = batch.map {
                 SubscriberRegistry.Event(line: Reply.event(verdict: $0.verdict).encodedLine(), key: $0.key, sequence: $0.verdict.sequence)
             }
-            SubscriberRegistry.handOut(to: loops, subscribers: tally.count.load(ordering: .relaxed)) { serving[$0].broadcast(events) }
+            if tally.count.load(ordering: .relaxed) >= SubscriberRegistry.inTurnFrom {
+                SubscriberRegistry.inTurn(loops) { serving[$0].broadcast(events) }
+            } else {
+                for registry in serving { registry.broadcast(events) }
+            }
         }
         observer = hub.addObserver { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
         hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }

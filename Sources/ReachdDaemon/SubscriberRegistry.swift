@@ -3,47 +3,59 @@ import NIOCore
 import ReachdModel
 import Synchronization
 
-/// The subscribed connections of one event loop; touched only on that loop.
+/// The subscribed connections of one event loop.
 ///
-/// An event is encoded once and written to every subscriber: straight to its socket (`SubscriberSocket`)
-/// while nothing of it waits in the channel's queue, else (and for what the socket does not take) through the
-/// channel's queue, so each subscriber gets its lines in order. A subscriber whose queue is over the
-/// high-water mark (it does not read) is closed, so it never holds back the others.
+/// An event is encoded once and written to every subscriber: straight to its socket while nothing of it waits in
+/// the channel's queue, else (and for what the socket does not take) through the channel's queue, so each
+/// subscriber gets its lines in order. A batch for few subscribers is written by the thread that published it
+/// (`broadcast` off the loop): to a socket through a descriptor of the registry's own (`dup`, for up to
+/// `ownDescriptorsAtMost` subscribers of the loop), as NIO may close its own on its loop at any time; the rest is
+/// the loop's work, so a change reaches these subscribers without waking an event loop. A subscriber whose
+/// queue is over the high-water mark (it does not read) is closed, so it never holds back the others.
+///
+/// The table and each subscriber's fields are touched only with `table` held; a subscriber's channel only on the
+/// loop, never with `table` held (a write may close the channel, which removes it).
 final class SubscriberRegistry: @unchecked Sendable {
     let eventLoop: any EventLoop
-    /// In the order they subscribed (a removal moves the last one into the gap), walked by `broadcast`:
-    /// contiguous, and near the order their connections were allocated in.
-    private var subscribers: [Subscriber] = []
-    /// Where each connection's subscriber is in `subscribers`.
-    private var positions: [ObjectIdentifier: Int] = [:]
-    private let onDrop: @Sendable (String) -> Void
-    private let metrics: DaemonMetrics?
+    let table = Mutex(Table())
+    let onDrop: @Sendable (String) -> Void
+    let metrics: DaemonMetrics?
     /// The subscribers of every loop, this one's among them.
-    private let tally: SubscriberTally
-    /// A return of freed memory to the kernel is planned (see `releaseMemorySoon`).
+    let tally: SubscriberTally
+    /// On the loop: a return of freed memory to the kernel is planned (see `releaseMemorySoon`).
     private var releasePlanned = false
 
-    /// A class, so that updating its sequences while iterating the registry copies nothing.
-    private final class Subscriber {
+    /// Subscribers with a descriptor of the registry's own, at most, per loop: each is one more open file, and the
+    /// daemon's connections may take most of its limit (LimitNOFILE=4096 beside 2,176 connections).
+    static let ownDescriptorsAtMost = 64
+
+    /// The subscribers, in the order they subscribed (a removal moves the last one into the gap).
+    struct Table {
+        var subscribers: [Subscriber] = []
+        /// Where each connection's subscriber is in `subscribers`.
+        var positions: [ObjectIdentifier: Int] = [:]
+        /// How many subscribers hold a descriptor of the registry's own.
+        var ownDescriptors = 0
+    }
+
+    /// A class, so that updating its sequences while iterating the registry copies nothing. Sendable by the
+    /// table's rule: its fields are touched only with the table held.
+    final class Subscriber: @unchecked Sendable {
         let channel: any Channel
-        /// Per target key (`SubscriberRegistry.key(forHost:)`), the last sequence the client has seen.
+        /// Per target key (`SubscriberRegistry.key(forHost:)`), the last sequence the client has been given.
         var sequences: [String: UInt64] = [:]
-        /// The socket's descriptor, where events may be written to it directly.
-        var descriptor: Int32?
-        /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty):
-        /// nothing is written directly before they are gone.
+        /// NIO's descriptor of the socket, proven (`SubscriberSocket`): written only on the loop.
+        var loopDescriptor: Int32?
+        /// The registry's own descriptor of the socket, which any thread holding the table may write; closed
+        /// when the subscriber leaves the table.
+        var ownDescriptor: Int32?
+        /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty),
+        /// or a reply is about to be written: nothing is written directly before the loop has looked.
         var mayHaveQueued = true
+        /// Writes for it handed to the loop and not done yet: nothing is written to it elsewhere before they are.
+        var handedToLoop = 0
 
         init(channel: any Channel) { self.channel = channel }
-
-        /// Nothing of this subscriber's waits in its channel's queue (asked of the channel only after a write
-        /// through it).
-        func queueIsEmpty() -> Bool {
-            guard mayHaveQueued else { return true }
-            guard let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes), queued == 0 else { return false }
-            mayHaveQueued = false
-            return true
-        }
     }
 
     /// The registry key of a verdict's target: `internet`, or `host:NAME`.
@@ -59,54 +71,94 @@ final class SubscriberRegistry: @unchecked Sendable {
         self.onDrop = onDrop
     }
 
-    /// Subscribes a connection to a target whose verdict with `sequence` it has been sent.
+    /// Subscribes a connection to a target whose verdict with `sequence` it is about to be sent (in a reply, which
+    /// no event may overtake: until the loop has written it, events for this connection go through the loop).
     func add(_ channel: any Channel, key: String, sentSequence sequence: UInt64) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
-        let subscriber: Subscriber
-        if let position = positions[id] {
-            subscriber = subscribers[position]
-        } else {
-            metrics?.subscribers.add(1, ordering: .relaxed)
-            tally.count.add(1, ordering: .relaxed)
-            subscriber = Subscriber(channel: channel)
-            positions[id] = subscribers.count
-            subscribers.append(subscriber)
-            SubscriberSocket.descriptor(of: channel) { subscriber.descriptor = $0 }
+        let added = table.withLock { table -> Subscriber? in
+            if let position = table.positions[id] {
+                let subscriber = table.subscribers[position]
+                subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
+                subscriber.mayHaveQueued = true
+                return nil
+            }
+            let subscriber = Subscriber(channel: channel)
+            subscriber.sequences[key] = sequence
+            table.positions[id] = table.subscribers.count
+            table.subscribers.append(subscriber)
+            return subscriber
         }
-        subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
+        guard let added else { return }
+        metrics?.subscribers.add(1, ordering: .relaxed)
+        tally.count.add(1, ordering: .relaxed)
+        SubscriberSocket.descriptor(of: channel) { [self] fd in
+            table.withLock { table in
+                guard let position = table.positions[id], table.subscribers[position] === added else { return }
+                added.loopDescriptor = fd
+                guard table.ownDescriptors < Self.ownDescriptorsAtMost, let own = SubscriberSocket.duplicate(fd) else { return }
+                added.ownDescriptor = own
+                table.ownDescriptors += 1
+            }
+        }
     }
 
-    /// Something was written to `channel` through its pipeline (a reply): it may wait in the channel's queue.
-    func wroteThroughChannel(_ channel: any Channel) {
+    /// Writes a reply to `channel` through its pipeline (`write`): events for a subscriber wait for the loop until
+    /// nothing of the reply is left in the channel's queue.
+    func writeThroughChannel(_ channel: any Channel, _ write: () -> Void) {
         eventLoop.preconditionInEventLoop()
-        guard let position = positions[ObjectIdentifier(channel)] else { return }
-        subscribers[position].mayHaveQueued = true
+        let id = ObjectIdentifier(channel)
+        let subscriber = table.withLock { table -> Subscriber? in
+            guard let position = table.positions[id] else { return nil }
+            table.subscribers[position].mayHaveQueued = true
+            return table.subscribers[position]
+        }
+        write()
+        guard let subscriber, let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes), queued == 0 else { return }
+        table.withLock { _ in subscriber.mayHaveQueued = false }
     }
 
-    /// Whether events go straight to `channel`'s socket while its queue is empty (tests).
-    func writesDirectly(to channel: any Channel) -> Bool {
-        positions[ObjectIdentifier(channel)].map { subscribers[$0].descriptor != nil } ?? false
+    /// Whether events go straight to `channel`'s socket while its queue is empty: from the loop, and from the
+    /// publisher's thread (tests).
+    func writesDirectly(to channel: any Channel) -> (fromLoop: Bool, fromPublisher: Bool) {
+        table.withLock { table in
+            guard let position = table.positions[ObjectIdentifier(channel)] else { return (false, false) }
+            let subscriber = table.subscribers[position]
+            return (subscriber.loopDescriptor != nil, subscriber.ownDescriptor != nil)
+        }
     }
 
     func remove(_ channel: any Channel) {
         eventLoop.preconditionInEventLoop()
-        if take(ObjectIdentifier(channel)) != nil {
-            metrics?.subscribers.subtract(1, ordering: .relaxed)
-            tally.count.subtract(1, ordering: .relaxed)
-            releaseMemorySoon()
-        }
+        guard table.withLock({ Self.take(ObjectIdentifier(channel), from: &$0) }) != nil else { return }
+        counted(out: 1)
     }
 
-    /// Removes a connection's subscriber, moving the last one into its place.
-    private func take(_ id: ObjectIdentifier) -> Subscriber? {
-        guard let position = positions.removeValue(forKey: id) else { return nil }
-        let last = subscribers.removeLast()
-        guard position < subscribers.count else { return last }
-        let taken = subscribers[position]
-        subscribers[position] = last
-        positions[ObjectIdentifier(last.channel)] = position
+    /// Removes a connection's subscriber, moving the last one into its place, and closes its own descriptor.
+    static func take(_ id: ObjectIdentifier, from table: inout Table) -> Subscriber? {
+        guard let position = table.positions.removeValue(forKey: id) else { return nil }
+        let last = table.subscribers.removeLast()
+        let taken: Subscriber
+        if position < table.subscribers.count {
+            taken = table.subscribers[position]
+            table.subscribers[position] = last
+            table.positions[ObjectIdentifier(last.channel)] = position
+        } else {
+            taken = last
+        }
+        if let own = taken.ownDescriptor {
+            SubscriberSocket.close(own)
+            taken.ownDescriptor = nil
+            table.ownDescriptors -= 1
+        }
         return taken
+    }
+
+    /// On the loop: `count` subscribers left; a second later, their queues' memory goes back to the kernel.
+    func counted(out count: Int) {
+        metrics?.subscribers.subtract(count, ordering: .relaxed)
+        tally.count.subtract(count, ordering: .relaxed)
+        releaseMemorySoon()
     }
 
     /// A second after subscribers leave, hands the memory their queues held back to the kernel: glibc's
@@ -122,8 +174,7 @@ final class SubscriberRegistry: @unchecked Sendable {
     }
 
     var count: Int {
-        eventLoop.preconditionInEventLoop()
-        return subscribers.count
+        table.withLock { $0.subscribers.count }
     }
 
     /// One encoded event for the subscribers of `key`.
@@ -133,26 +184,16 @@ final class SubscriberRegistry: @unchecked Sendable {
         let sequence: UInt64
     }
 
-    /// From how many subscribers (of all loops) a batch is handed to the loops in turn rather than at once.
+    /// From how many subscribers (of all loops) a batch is handed to the loops in turn (`inTurn`) rather than
+    /// written by the thread that published it. A batch for many reaches the loops in turn, so its writers take one
+    /// core and the subscribers have the others to read on: on 2 cores, both loops writing one change to 10,000 at
+    /// once held their readers back (bench/run's fan-out). A batch for few needs no loop: a hop to one would be
+    /// most of its latency. Where the choice changes between two batches, a subscriber may be handed them out of
+    /// order, and `broadcast` sends no event older than one it has had.
     static let inTurnFrom = 512
 
-    /// Runs `step` for each loop of `loops` (by its index), on that loop: at once on every loop while the loops have
-    /// fewer than `inTurnFrom` subscribers, else one loop at a time (the next starts when the one before has
-    /// finished). A batch for many reaches the loops in turn, so its writers take one core and the subscribers
-    /// have the others to read on: on 2 cores, both loops writing one change to 10,000 at once held their readers
-    /// back (bench/run's fan-out). A batch for few goes to every loop at once: a hop from one loop to the next
-    /// would be most of its latency. Each loop takes the batches in the order they came (the loop before passes
-    /// them on in that order); where the choice changes between two batches, a loop may take them out of order,
-    /// and `broadcast` sends no event older than one a subscriber has had.
-    static func handOut(to loops: [any EventLoop], subscribers: Int, _ step: @escaping @Sendable (Int) -> Void) {
-        if subscribers >= inTurnFrom {
-            inTurn(loops, step)
-        } else {
-            for (index, loop) in loops.enumerated() { loop.execute { step(index) } }
-        }
-    }
-
-    /// Runs `step` on each loop of `loops` in turn, from `index`.
+    /// Runs `step` on each loop of `loops` in turn, from `index`: the next starts when the one before has
+    /// finished, and each loop takes the batches in the order they came.
     static func inTurn(_ loops: [any EventLoop], from index: Int = 0, _ step: @escaping @Sendable (Int) -> Void) {
         guard index < loops.count else { return }
         loops[index].execute {
@@ -160,89 +201,9 @@ final class SubscriberRegistry: @unchecked Sendable {
             inTurn(loops, from: index + 1, step)
         }
     }
-
-    /// Writes a batch of events (one network change) to every subscriber, each only the events of its
-    /// targets that it has not seen. A subscriber whose queue is over the high-water mark when the batch
-    /// comes is dropped; otherwise it gets the whole batch, so a client bounded by the mark plus one batch
-    /// of its own targets is never dropped for watching many hosts.
-    func broadcast(_ events: [Event]) {
-        eventLoop.preconditionInEventLoop()
-        guard !subscribers.isEmpty, !events.isEmpty else { return }
-        var dropped: [ObjectIdentifier] = []
-        // The indices of the events one subscriber is due, reused from one subscriber to the next.
-        var due: [Int] = []
-        due.reserveCapacity(events.count)
-        var queued = QueuedEvents(events)
-        for subscriber in subscribers {
-            due.removeAll(keepingCapacity: true)
-            for index in events.indices where subscriber.sequences[events[index].key].map({ $0 < events[index].sequence }) ?? false {
-                due.append(index)
-            }
-            guard !due.isEmpty else { continue }
-            guard subscriber.channel.isWritable else {
-                dropped.append(ObjectIdentifier(subscriber.channel))
-                continue
-            }
-            for index in due { subscriber.sequences[events[index].key] = events[index].sequence }
-            write(due, of: events, to: subscriber, queued: &queued)
-        }
-        for id in dropped {
-            guard let subscriber = take(id) else { continue }
-            metrics?.subscribers.subtract(1, ordering: .relaxed)
-            tally.count.subtract(1, ordering: .relaxed)
-            metrics?.clientDropped(reason: "events_unread")
-            releaseMemorySoon()
-            onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
-            subscriber.channel.close(promise: nil)
-        }
-    }
-
-    /// Writes the events at `due` (in order) to `subscriber`: straight to its socket while its queue is empty
-    /// and the socket takes them whole; the rest (from a partly written line on) through the channel's queue.
-    private func write(_ due: [Int], of events: [Event], to subscriber: Subscriber, queued: inout QueuedEvents) {
-        var next = 0
-        if let fd = subscriber.descriptor, subscriber.channel.isActive, subscriber.queueIsEmpty() {
-            while next < due.count {
-                let line = events[due[next]].line
-                let sent = line.withUnsafeBytes { SubscriberSocket.send(fd, $0) }
-                guard sent == line.count else {
-                    var rest = queued.buffer(due[next])
-                    rest.moveReaderIndex(forwardBy: sent)
-                    subscriber.mayHaveQueued = true
-                    subscriber.channel.write(rest, promise: nil)
-                    next += 1
-                    break
-                }
-                next += 1
-            }
-            guard subscriber.mayHaveQueued else { return }
-        }
-        subscriber.mayHaveQueued = true
-        for index in due[next...] { subscriber.channel.write(queued.buffer(index), promise: nil) }
-        subscriber.channel.flush()
-    }
 }
 
 /// How many subscribers the registries of every loop hold together (a figure any thread may read).
 final class SubscriberTally: Sendable {
     let count = Atomic<Int>(0)
-}
-
-/// One `ByteBuffer` per event of a batch, made when a subscriber first needs its queue, then shared
-/// (copy-on-write) by every queued write.
-private struct QueuedEvents {
-    private let events: [SubscriberRegistry.Event]
-    private var buffers: [ByteBuffer?]
-
-    init(_ events: [SubscriberRegistry.Event]) {
-        self.events = events
-        buffers = Array(repeating: nil, count: events.count)
-    }
-
-    mutating func buffer(_ index: Int) -> ByteBuffer {
-        if let buffer = buffers[index] { return buffer }
-        let buffer = ByteBuffer(bytes: events[index].line)
-        buffers[index] = buffer
-        return buffer
-    }
 }

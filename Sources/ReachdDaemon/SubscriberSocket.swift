@@ -4,10 +4,11 @@ import ReachdSystem
 import Glibc
 #endif
 
-/// A subscriber's socket as `SubscriberRegistry` writes events to it: directly with `send` on the event loop
-/// while nothing waits in the channel's own queue, so that an event costs one system call per subscriber and
-/// none of NIO's write path. NIO owns the descriptor: it is only written, on the channel's loop, while the
-/// channel is active (NIO closes it and tells the registry on that loop, in one step).
+/// A subscriber's socket as `SubscriberRegistry` writes events to it: directly with `send` while nothing waits in
+/// the channel's own queue, so that an event costs one system call per subscriber and none of NIO's write path.
+/// NIO's descriptor is only written on the channel's loop, while the channel is active (NIO closes it and tells
+/// the registry on that loop, in one step); other threads write a descriptor of the registry's own (`duplicate`),
+/// which it closes itself, so that no thread ever writes a number NIO has closed and the system may have reused.
 enum SubscriberSocket {
     /// The descriptor under `channel`, or nil where it cannot be proven (then the channel's queue is used).
     /// NIO does not expose it: its description names it (`fd=N`), and the socket's cookie (`SO_COOKIE`, unique
@@ -36,6 +37,17 @@ enum SubscriberSocket {
         var length = socklen_t(MemoryLayout<UInt64>.size)
         guard getsockopt(fd, SOL_SOCKET, socketCookie, &value, &length) == 0, length == MemoryLayout<UInt64>.size else { return nil }
         return value
+    }
+
+    /// A descriptor of the registry's own for the socket behind `fd` (close-on-exec), or nil when none is left.
+    static func duplicate(_ fd: Int32) -> Int32? {
+        let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        return own >= 0 ? own : nil
+    }
+
+    /// Closes a descriptor of the registry's own (once: Linux releases it even when `close` is interrupted).
+    static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
     }
 
     /// Writes as much of `bytes` as the socket takes now; returns how many it took (0 when it is full or

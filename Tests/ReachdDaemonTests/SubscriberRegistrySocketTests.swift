@@ -1,3 +1,5 @@
+import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import XCTest
@@ -7,32 +9,74 @@ import Glibc
 @testable import ReachdDaemon
 
 /// Events go straight to a subscriber's socket while nothing waits in its channel's queue, and through the
-/// queue otherwise: a subscriber whose socket was full still gets every line, in order.
+/// queue otherwise: a subscriber whose socket was full still gets every line, in order. A batch published off
+/// the loop is written by the publisher's thread, through a descriptor of the registry's own, without the loop.
 final class SubscriberRegistrySocketTests: XCTestCase {
     private static func event(_ sequence: Int) -> SubscriberRegistry.Event {
         let line = "\(sequence) " + String(repeating: "x", count: 1500) + "\n"
         return .init(line: Array(line.utf8), key: "internet", sequence: UInt64(sequence))
     }
 
-    func testASubscriberWhoseSocketWasFullGetsEveryLineInOrder() throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private var clients: [Int32] = []
+
+    override func tearDown() {
+        try? group.syncShutdownGracefully()
+        for client in clients { close(client) }
+    }
+
+    /// A subscriber's channel on one end of a socket pair whose send buffer is `sendBuffer` bytes; the other end
+    /// is the client's. The channel's queue may hold 16 MiB (never dropped here).
+    private func connected(sendBuffer: Int32) throws -> (channel: any Channel, client: Int32) {
         var ends: [Int32] = [0, 0]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends), 0)
-        let client = ends[1]
-        defer { close(client) }
-        // A small send buffer fills after a few lines; the channel's queue may hold 16 MiB (never dropped here).
-        var sendBuffer: Int32 = 4096
-        setsockopt(ends[0], SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
+        clients.append(ends[1])
+        var size = sendBuffer
+        setsockopt(ends[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         let channel = try ClientBootstrap(group: group)
             .channelOption(.writeBufferWaterMark, value: .init(low: 8 << 20, high: 16 << 20))
             .withConnectedSocket(ends[0]).wait()
+        return (channel, ends[1])
+    }
+
+    /// Subscribes `channel` as the socket server does (a reply follows the subscription) and returns once its
+    /// descriptors are known.
+    private func subscribe(_ channel: any Channel, to registry: SubscriberRegistry) throws -> (fromLoop: Bool, fromPublisher: Bool) {
+        try channel.eventLoop.submit {
+            registry.add(channel, key: "internet", sentSequence: 0)
+            registry.writeThroughChannel(channel) {}
+        }.wait()
+        for _ in 0..<3000 {
+            let directly = registry.writesDirectly(to: channel)
+            if directly.fromLoop { return directly }
+            usleep(10_000)
+        }
+        return registry.writesDirectly(to: channel)
+    }
+
+    /// The client's lines' sequence numbers, read until `count` lines (30 s at most), with `kept` read before.
+    private static func sequences(from client: Int32, count: Int, kept: [UInt8] = []) -> [Int] {
+        var received = kept
+        var lines = received.filter { $0 == 10 }.count
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while lines < count {
+            var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 30_000) > 0 else { break }
+            let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            received += chunk.prefix(n)
+            lines += chunk.prefix(n).filter { $0 == 10 }.count
+        }
+        return received.split(separator: 10).map { Int(String(decoding: $0.prefix { $0 != 0x20 }, as: UTF8.self)) ?? -1 }
+    }
+
+    func testASubscriberWhoseSocketWasFullGetsEveryLineInOrder() throws {
+        let (channel, client) = try connected(sendBuffer: 4096)
         defer { try? channel.close().wait() }
         let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromLoop, "a socket channel's subscriber is written to directly")
 
-        let sent = try channel.eventLoop.submit { () -> (count: Int, directly: Bool, queuedAtFull: Int, kept: [UInt8]) in
-            registry.add(channel, key: "internet", sentSequence: 0)
-            let directly = registry.writesDirectly(to: channel)
+        let sent = try channel.eventLoop.submit { () -> (count: Int, queuedAtFull: Int, kept: [UInt8]) in
             var count = 0
             var queued = 0
             // Until the socket is full and the rest of a line waits in the channel's queue.
@@ -54,23 +98,69 @@ final class SubscriberRegistrySocketTests: XCTestCase {
                 count += 1
                 registry.broadcast([Self.event(count)])
             }
-            return (count, directly, queued, kept)
+            return (count, queued, kept)
         }.wait()
-        XCTAssertTrue(sent.directly, "a socket channel's subscriber is written to directly")
         XCTAssertGreaterThan(sent.queuedAtFull, 0, "the socket filled and the queue held the rest")
+        XCTAssertEqual(Self.sequences(from: client, count: sent.count, kept: sent.kept), Array(1...sent.count),
+                       "every line, in the order it was published")
+    }
 
-        var received = sent.kept
-        var lines = received.filter { $0 == 10 }.count
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while lines < sent.count {
-            var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 30_000) > 0 else { return XCTFail("only \(lines) of \(sent.count) lines within 30 s") }
-            let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return XCTFail("the subscriber's connection closed") }
-            received += chunk.prefix(n)
-            lines += chunk.prefix(n).filter { $0 == 10 }.count
+    /// The publisher's thread writes the batch itself: the line arrives while the loop is held up.
+    func testABatchPublishedOffTheLoopReachesTheSocketWhileTheLoopIsBusy() throws {
+        let (channel, client) = try connected(sendBuffer: 65536)
+        defer { try? channel.close().wait() }
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher, "the registry has a descriptor of its own")
+        let release = DispatchSemaphore(value: 0), held = DispatchSemaphore(value: 0)
+        channel.eventLoop.execute {
+            held.signal()
+            _ = release.wait(timeout: .now() + 60)
         }
-        let sequences = received.split(separator: 10).map { Int(String(decoding: $0.prefix { $0 != 0x20 }, as: UTF8.self)) ?? -1 }
-        XCTAssertEqual(sequences, Array(1...sent.count), "every line, in the order it was published")
+        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+        registry.broadcast([Self.event(1)])
+        let received = Self.sequences(from: client, count: 1)
+        release.signal()
+        XCTAssertEqual(received, [1], "the line came while the loop was held")
+    }
+
+    /// Lines published off the loop faster than the client, reading all the while, takes them: what the socket
+    /// does not take goes through the loop, and the lines after it wait for it there, even when the socket has
+    /// room again; the client gets every line, in order.
+    func testLinesPublishedOffTheLoopPastAFullSocketArriveInOrder() throws {
+        let (channel, client) = try connected(sendBuffer: 4096)
+        defer { try? channel.close().wait() }
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let count = 2000
+        let received = NIOLockedValueBox<[Int]>([]), done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            received.withLockedValue { $0 = Self.sequences(from: client, count: count) }
+            done.signal()
+        }
+        // The loop is held while the lines are published, so that the socket has room again (the client reads on)
+        // while the lines it did not take still wait for the loop.
+        let release = DispatchSemaphore(value: 0), held = DispatchSemaphore(value: 0)
+        channel.eventLoop.execute {
+            held.signal()
+            _ = release.wait(timeout: .now() + 60)
+        }
+        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+        for sequence in 1...count { registry.broadcast([Self.event(sequence)]) }
+        release.signal()
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(received.withLockedValue { $0 }, Array(1...count), "every line, in the order it was published")
+    }
+
+    /// A subscriber that leaves closes the registry's descriptor of its socket.
+    func testRemovingASubscriberClosesTheRegistrysDescriptor() throws {
+        let (channel, _) = try connected(sendBuffer: 65536)
+        defer { try? channel.close().wait() }
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let open = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
+        let before = open()
+        try channel.eventLoop.submit { registry.remove(channel) }.wait()
+        XCTAssertEqual(open(), before - 1)
+        XCTAssertEqual(registry.count, 0)
     }
 }
