@@ -87,7 +87,7 @@ public final class SocketServer: Sendable {
                 SubscriberRegistry.Event(line: Reply.event(verdict: $0.verdict).encodedLine(), key: $0.key, sequence: $0.verdict.sequence)
             }
             if tally.count.load(ordering: .relaxed) >= SubscriberRegistry.inTurnFrom {
-                SubscriberRegistry.inTurn(loops) { serving[$0].broadcast(events) }
+                SubscriberRegistry.inTurn(loops) { serving[$0].broadcast(events, flushHere: true) }
             } else {
                 for registry in serving { registry.broadcast(events) }
             }

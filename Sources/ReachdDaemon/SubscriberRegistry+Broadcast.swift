@@ -1,40 +1,37 @@
 import NIOCore
 
+/// A line waiting for a subscriber's loop: the buffer is the batch's one for its event (shared by every subscriber
+/// it waits for), its reader index past what was sent already.
+struct PendingLine {
+    var buffer: ByteBuffer
+}
+
 extension SubscriberRegistry {
-    /// What `broadcast` leaves to the loop.
-    struct LoopWork {
-        /// Subscribers over the high-water mark, already out of the table: to be closed.
-        var dropped: [Subscriber] = []
-        /// Lines to write: per subscriber, the batch's events it is due (indices), of whose first the first `sent`
-        /// bytes are written already.
-        var writes: [(subscriber: Subscriber, due: [Int], sent: Int)] = []
-
-        var isEmpty: Bool { dropped.isEmpty && writes.isEmpty }
-    }
-
     /// Writes a batch of events (one network change) to every subscriber, each only the events of its targets
     /// that it has not been given. A subscriber whose queue is over the high-water mark when the batch comes is
     /// dropped; otherwise it gets the whole batch, so a client bounded by the mark plus one batch of its own
-    /// targets is never dropped for watching many hosts. On the loop, all of it is written at once; on another
-    /// thread (the publisher's), what sockets with a descriptor of the registry's own take at once, and the rest is
-    /// handed to the loop.
-    func broadcast(_ events: [Event]) {
+    /// targets is never dropped for watching many hosts. What a subscriber's socket takes at once is written
+    /// here (off the loop, through the registry's own descriptor); the rest waits for the loop, which writes it
+    /// at once where `flushHere` (the caller is on the loop and holds nothing: the loops' turn for many
+    /// subscribers), else in a task of its own.
+    func broadcast(_ events: [Event], flushHere: Bool = false) {
         guard !events.isEmpty else { return }
         let onLoop = eventLoop.inEventLoop
-        let work = table.withLock { table in Self.writeDirectly(events, onLoop: onLoop, table: &table) }
-        guard !work.isEmpty else { return }
-        if onLoop {
-            finish(work, of: events)
-        } else {
-            eventLoop.execute { self.finish(work, of: events) }
+        let planned = table.withLock { table in writeDirectly(events, onLoop: onLoop, table: &table) }
+        if flushHere {
+            eventLoop.preconditionInEventLoop()
+            flushWaiting()
+        } else if planned {
+            eventLoop.execute { self.flushWaiting() }
         }
     }
 
     /// With the table held: records each subscriber's due events as given, and writes them to its socket where
-    /// that is allowed (nothing of it waits in its channel's queue or for the loop) and possible (a descriptor
-    /// this thread may write); returns the rest, and the subscribers to drop, taken out of the table.
-    private static func writeDirectly(_ events: [Event], onLoop: Bool, table: inout Table) -> LoopWork {
-        var work = LoopWork()
+    /// that is allowed (nothing of it waits in its channel's queue or for the loop) and possible (a descriptor this
+    /// thread may write); the rest joins its pending lines. Subscribers to drop leave the table for `dropped`.
+    /// Returns whether a flush task is to be planned (none was, and there is work for one).
+    private func writeDirectly(_ events: [Event], onLoop: Bool, table: inout Table) -> Bool {
+        var queued = QueuedEvents(events)
         // The indices of the events one subscriber is due, reused from one subscriber to the next.
         var due: [Int] = []
         due.reserveCapacity(events.count)
@@ -47,85 +44,108 @@ extension SubscriberRegistry {
                 due.append(index)
             }
             guard !due.isEmpty else { continue }
-            // Only a queue with bytes in it can be over the mark.
-            if subscriber.mayHaveQueued, !subscriber.channel.isWritable {
+            guard subscriber.channel.isWritable else {
                 _ = take(ObjectIdentifier(subscriber.channel), from: &table)
                 position -= 1 // the last subscriber moved into this place
-                work.dropped.append(subscriber)
+                table.dropped.append(subscriber)
                 continue
             }
             for index in due { subscriber.sequences[events[index].key] = events[index].sequence }
-            let descriptor = onLoop ? (subscriber.channel.isActive ? subscriber.loopDescriptor : nil) : subscriber.ownDescriptor
-            guard let descriptor, !subscriber.mayHaveQueued, subscriber.handedToLoop == 0 else {
-                subscriber.handedToLoop += 1
-                work.writes.append((subscriber, due, 0))
-                continue
+            var whole = 0, sent = 0
+            if !subscriber.loopOwes, !subscriber.mayHaveQueued,
+               let descriptor = onLoop ? (subscriber.channel.isActive ? subscriber.loopDescriptor : nil) : subscriber.ownDescriptor {
+                (whole, sent) = Self.send(due, of: events, to: descriptor)
+                if whole == due.count { continue }
             }
-            let (whole, sent) = send(due, of: events, to: descriptor)
-            guard whole < due.count else { continue }
-            subscriber.handedToLoop += 1
-            work.writes.append((subscriber, Array(due[whole...]), sent))
+            var first = queued.buffer(due[whole])
+            first.moveReaderIndex(forwardBy: sent)
+            subscriber.pending.append(PendingLine(buffer: first))
+            for index in due[(whole + 1)...] { subscriber.pending.append(PendingLine(buffer: queued.buffer(index))) }
+            subscriber.loopOwes = true
+            if !subscriber.isWaiting {
+                subscriber.isWaiting = true
+                table.waiting.append(subscriber)
+            }
         }
-        return work
+        guard !table.flushPlanned, !table.waiting.isEmpty || !table.dropped.isEmpty else { return false }
+        table.flushPlanned = true
+        return true
     }
 
-    /// Sends the lines of `due` in order, the first from byte `skipping` on, while the socket takes them whole:
-    /// returns how many it took whole, and how many bytes of the next one (counted from its start).
-    private static func send(_ due: [Int], of events: [Event], to descriptor: Int32, skipping: Int = 0) -> (whole: Int, sent: Int) {
-        var skip = skipping
+    /// Sends the lines of `due` in order while the socket takes them whole: returns how many it took whole, and
+    /// how many bytes of the next one.
+    private static func send(_ due: [Int], of events: [Event], to descriptor: Int32) -> (whole: Int, sent: Int) {
         for (done, index) in due.enumerated() {
             let line = events[index].line
-            let sent = line.withUnsafeBytes { SubscriberSocket.send(descriptor, UnsafeRawBufferPointer(rebasing: $0[skip...])) }
-            guard sent == line.count - skip else { return (done, skip + sent) }
-            skip = 0
+            let sent = line.withUnsafeBytes { SubscriberSocket.send(descriptor, $0) }
+            guard sent == line.count else { return (done, sent) }
         }
         return (due.count, 0)
     }
 
-    /// On the loop: writes what `broadcast` left, straight to a socket whose channel's queue is empty, else (and
-    /// what the socket does not take) through the queue; then closes the subscribers that were dropped.
-    private func finish(_ work: LoopWork, of events: [Event]) {
+    /// On the loop: writes the waiting subscribers' pending lines, and closes the dropped subscribers.
+    private func flushWaiting() {
         eventLoop.preconditionInEventLoop()
-        var queued = QueuedEvents(events)
-        for item in work.writes {
-            let subscriber = item.subscriber, channel = subscriber.channel
-            let descriptor = table.withLock { table -> Int32?? in
-                guard let position = table.positions[ObjectIdentifier(channel)], table.subscribers[position] === subscriber else { return nil }
-                return .some(subscriber.loopDescriptor)
+        let (waiting, dropped) = table.withLock { table in
+            defer {
+                table.waiting = []
+                table.dropped = []
+                table.flushPlanned = false
             }
-            // Left the table meanwhile: its channel is closed or closing.
-            guard let descriptor else { continue }
-            let queueEmpty = channel.isActive && (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0
-            var whole = 0, sent = item.sent
-            if queueEmpty, let descriptor {
-                (whole, sent) = Self.send(item.due, of: events, to: descriptor, skipping: item.sent)
-            }
-            let throughChannel = whole < item.due.count
-            if throughChannel {
-                table.withLock { _ in subscriber.mayHaveQueued = true }
-                var first = queued.buffer(item.due[whole])
-                first.moveReaderIndex(forwardBy: sent)
-                channel.write(first, promise: nil)
-                for index in item.due[(whole + 1)...] { channel.write(queued.buffer(index), promise: nil) }
-                channel.flush()
-            }
-            table.withLock { _ in
-                subscriber.handedToLoop -= 1
-                if queueEmpty, !throughChannel { subscriber.mayHaveQueued = false }
-            }
+            for subscriber in table.waiting { subscriber.isWaiting = false }
+            return (table.waiting, table.dropped)
         }
-        guard !work.dropped.isEmpty else { return }
-        counted(out: work.dropped.count)
-        for subscriber in work.dropped {
+        for subscriber in waiting { writePending(subscriber) }
+        guard !dropped.isEmpty else { return }
+        counted(out: dropped.count)
+        for subscriber in dropped {
             metrics?.clientDropped(reason: "events_unread")
             onDrop("\(subscriber.channel.remoteAddress.map { "\($0)" } ?? "client")")
             subscriber.channel.close(promise: nil)
         }
     }
+
+    /// On the loop: writes `subscriber`'s pending lines, then `reply` (through the channel): straight to the socket
+    /// while the channel's queue is empty and the socket takes them, else through the queue. Nothing is written to
+    /// it elsewhere meanwhile (`loopOwes`); afterwards, events go straight to it again once its queue is empty.
+    func writePending(_ subscriber: Subscriber, then reply: () -> Void = {}) {
+        let channel = subscriber.channel
+        let taken = table.withLock { table -> (lines: [PendingLine], descriptor: Int32?)? in
+            guard let position = table.positions[ObjectIdentifier(channel)], table.subscribers[position] === subscriber else { return nil }
+            defer { subscriber.pending = [] }
+            subscriber.loopOwes = true
+            return (subscriber.pending, subscriber.loopDescriptor)
+        }
+        // Left the table meanwhile: its channel is closed or closing.
+        guard let taken else { return reply() }
+        var lines = taken.lines, next = 0
+        if channel.isActive, let descriptor = taken.descriptor, (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0 {
+            while next < lines.count {
+                let readable = lines[next].buffer.readableBytes
+                let sent = lines[next].buffer.withUnsafeReadableBytes { SubscriberSocket.send(descriptor, $0) }
+                guard sent == readable else {
+                    lines[next].buffer.moveReaderIndex(forwardBy: sent)
+                    break
+                }
+                next += 1
+            }
+        }
+        if next < lines.count {
+            for line in lines[next...] { channel.write(line.buffer, promise: nil) }
+            channel.flush()
+        }
+        reply()
+        let queueEmpty = (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0
+        table.withLock { _ in
+            subscriber.mayHaveQueued = !queueEmpty
+            // Lines that came meanwhile wait for the flush they planned.
+            if subscriber.pending.isEmpty { subscriber.loopOwes = false }
+        }
+    }
 }
 
-/// One `ByteBuffer` per event of a batch, made when a subscriber first needs its queue, then shared
-/// (copy-on-write) by every queued write.
+/// One `ByteBuffer` per event of a batch, made when a subscriber first needs one, then shared (copy-on-write) by
+/// every subscriber's pending line and queued write.
 private struct QueuedEvents {
     private let events: [SubscriberRegistry.Event]
     private var buffers: [ByteBuffer?]

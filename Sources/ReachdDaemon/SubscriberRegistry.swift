@@ -9,9 +9,11 @@ import Synchronization
 /// the channel's queue, else (and for what the socket does not take) through the channel's queue, so each
 /// subscriber gets its lines in order. A batch for few subscribers is written by the thread that published it
 /// (`broadcast` off the loop): to a socket through a descriptor of the registry's own (`dup`, for up to
-/// `ownDescriptorsAtMost` subscribers of the loop), as NIO may close its own on its loop at any time; the rest is
-/// the loop's work, so a change reaches these subscribers without waking an event loop. A subscriber whose
-/// queue is over the high-water mark (it does not read) is closed, so it never holds back the others.
+/// `SubscriberTally.ownDescriptorsAtMost` subscribers of all loops), as NIO may close its own on its loop at any
+/// time, so that a change reaches these subscribers without waking an event loop. Whatever cannot be written so
+/// waits in the subscriber's own line of `pending` lines, which only its loop writes, in order, before anything
+/// else for it (a later event, a reply). A subscriber whose queue is over the high-water mark (it does not read)
+/// is closed, so it never holds back the others.
 ///
 /// The table and each subscriber's fields are touched only with `table` held; a subscriber's channel only on the
 /// loop, never with `table` held (a write may close the channel, which removes it).
@@ -25,17 +27,17 @@ final class SubscriberRegistry: @unchecked Sendable {
     /// On the loop: a return of freed memory to the kernel is planned (see `releaseMemorySoon`).
     private var releasePlanned = false
 
-    /// Subscribers with a descriptor of the registry's own, at most, per loop: each is one more open file, and the
-    /// daemon's connections may take most of its limit (LimitNOFILE=4096 beside 2,176 connections).
-    static let ownDescriptorsAtMost = 64
-
     /// The subscribers, in the order they subscribed (a removal moves the last one into the gap).
     struct Table {
         var subscribers: [Subscriber] = []
         /// Where each connection's subscriber is in `subscribers`.
         var positions: [ObjectIdentifier: Int] = [:]
-        /// How many subscribers hold a descriptor of the registry's own.
-        var ownDescriptors = 0
+        /// Subscribers with pending lines for the loop to write, each once, in the order they first got them.
+        var waiting: [Subscriber] = []
+        /// Subscribers over the high-water mark, out of the table already, for the loop to close.
+        var dropped: [Subscriber] = []
+        /// A task that writes the waiting subscribers' lines and closes the dropped ones is on the loop's queue.
+        var flushPlanned = false
     }
 
     /// A class, so that updating its sequences while iterating the registry copies nothing. Sendable by the
@@ -52,8 +54,12 @@ final class SubscriberRegistry: @unchecked Sendable {
         /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty),
         /// or a reply is about to be written: nothing is written directly before the loop has looked.
         var mayHaveQueued = true
-        /// Writes for it handed to the loop and not done yet: nothing is written to it elsewhere before they are.
-        var handedToLoop = 0
+        /// Lines for the loop to write before anything else for this subscriber (the first maybe partly sent).
+        var pending: [PendingLine] = []
+        /// The loop has lines of it to write, or is writing to it: nothing is written to it elsewhere meanwhile.
+        var loopOwes = false
+        /// In the table's `waiting`.
+        var isWaiting = false
 
         init(channel: any Channel) { self.channel = channel }
     }
@@ -80,7 +86,7 @@ final class SubscriberRegistry: @unchecked Sendable {
             if let position = table.positions[id] {
                 let subscriber = table.subscribers[position]
                 subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
-                subscriber.mayHaveQueued = true
+                subscriber.mayHaveQueued = true // until its reply is written (`writeThroughChannel`)
                 return nil
             }
             let subscriber = Subscriber(channel: channel)
@@ -96,26 +102,20 @@ final class SubscriberRegistry: @unchecked Sendable {
             table.withLock { table in
                 guard let position = table.positions[id], table.subscribers[position] === added else { return }
                 added.loopDescriptor = fd
-                guard table.ownDescriptors < Self.ownDescriptorsAtMost, let own = SubscriberSocket.duplicate(fd) else { return }
+                guard tally.reserveOwnDescriptor() else { return }
+                guard let own = SubscriberSocket.duplicate(fd) else { return tally.releaseOwnDescriptor() }
                 added.ownDescriptor = own
-                table.ownDescriptors += 1
             }
         }
     }
 
-    /// Writes a reply to `channel` through its pipeline (`write`): events for a subscriber wait for the loop until
-    /// nothing of the reply is left in the channel's queue.
+    /// Writes a reply to `channel` through its pipeline (`write`), behind the lines a subscriber has pending: events
+    /// for it wait for the loop until nothing of the reply is left in the channel's queue.
     func writeThroughChannel(_ channel: any Channel, _ write: () -> Void) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
-        let subscriber = table.withLock { table -> Subscriber? in
-            guard let position = table.positions[id] else { return nil }
-            table.subscribers[position].mayHaveQueued = true
-            return table.subscribers[position]
-        }
-        write()
-        guard let subscriber, let queued = try? channel.syncOptions?.getOption(.bufferedWritableBytes), queued == 0 else { return }
-        table.withLock { _ in subscriber.mayHaveQueued = false }
+        guard let subscriber = table.withLock({ table in table.positions[id].map { table.subscribers[$0] } }) else { return write() }
+        writePending(subscriber, then: write)
     }
 
     /// Whether events go straight to `channel`'s socket while its queue is empty: from the loop, and from the
@@ -130,12 +130,12 @@ final class SubscriberRegistry: @unchecked Sendable {
 
     func remove(_ channel: any Channel) {
         eventLoop.preconditionInEventLoop()
-        guard table.withLock({ Self.take(ObjectIdentifier(channel), from: &$0) }) != nil else { return }
+        guard table.withLock({ take(ObjectIdentifier(channel), from: &$0) }) != nil else { return }
         counted(out: 1)
     }
 
     /// Removes a connection's subscriber, moving the last one into its place, and closes its own descriptor.
-    static func take(_ id: ObjectIdentifier, from table: inout Table) -> Subscriber? {
+    func take(_ id: ObjectIdentifier, from table: inout Table) -> Subscriber? {
         guard let position = table.positions.removeValue(forKey: id) else { return nil }
         let last = table.subscribers.removeLast()
         let taken: Subscriber
@@ -149,7 +149,7 @@ final class SubscriberRegistry: @unchecked Sendable {
         if let own = taken.ownDescriptor {
             SubscriberSocket.close(own)
             taken.ownDescriptor = nil
-            table.ownDescriptors -= 1
+            tally.releaseOwnDescriptor()
         }
         return taken
     }
@@ -203,7 +203,28 @@ final class SubscriberRegistry: @unchecked Sendable {
     }
 }
 
-/// How many subscribers the registries of every loop hold together (a figure any thread may read).
+/// How many subscribers the registries of every loop hold together (a figure any thread may read), and how many
+/// descriptors of their own.
 final class SubscriberTally: Sendable {
     let count = Atomic<Int>(0)
+    private let ownDescriptors = Atomic<Int>(0)
+
+    /// Descriptors of the registries' own, at most: each is one more open file, and the daemon's connections may
+    /// take most of its limit (LimitNOFILE=4096 beside 2,176 connections).
+    static let ownDescriptorsAtMost = 128
+
+    /// Counts one more descriptor of a registry's own, if the limit allows it.
+    func reserveOwnDescriptor() -> Bool {
+        var current = ownDescriptors.load(ordering: .relaxed)
+        while current < Self.ownDescriptorsAtMost {
+            let (exchanged, seen) = ownDescriptors.compareExchange(expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = seen
+        }
+        return false
+    }
+
+    func releaseOwnDescriptor() {
+        ownDescriptors.subtract(1, ordering: .relaxed)
+    }
 }

@@ -70,14 +70,14 @@ final class ClientHandlerTests: XCTestCase {
         XCTAssertEqual(registry.count, 2)
 
         let down = hub.update(snapshot: NetworkSnapshot())!
-        registry.broadcast([.init(line: Reply.event(verdict: down).encodedLine(), key: "internet", sequence: down.sequence)])
-        registry.broadcast([.init(line: Reply.event(verdict: down).encodedLine(), key: "internet", sequence: down.sequence)])
+        registry.broadcast([.init(line: Reply.event(verdict: down).encodedLine(), key: "internet", sequence: down.sequence)], flushHere: true)
+        registry.broadcast([.init(line: Reply.event(verdict: down).encodedLine(), key: "internet", sequence: down.sequence)], flushHere: true)
         XCTAssertEqual(try replies(fast), [.event(verdict: down)], "one event per change, even if broadcast twice")
         XCTAssertEqual(try replies(slow), [.event(verdict: down)])
 
         slow.isWritable = false
         let up = hub.update(snapshot: wired)!
-        registry.broadcast([.init(line: Reply.event(verdict: up).encodedLine(), key: "internet", sequence: up.sequence)])
+        registry.broadcast([.init(line: Reply.event(verdict: up).encodedLine(), key: "internet", sequence: up.sequence)], flushHere: true)
         XCTAssertEqual(try replies(fast), [.event(verdict: up)])
         XCTAssertEqual(try replies(slow), [])
         XCTAssertFalse(slow.isActive, "a subscriber that does not read is closed")

@@ -17,6 +17,37 @@ final class SubscriberRegistrySocketTests: XCTestCase {
         return .init(line: Array(line.utf8), key: "internet", sequence: UInt64(sequence))
     }
 
+    /// A line larger than the socket's buffer: the socket takes part of it.
+    private static func largeEvent(_ sequence: Int) -> SubscriberRegistry.Event {
+        let line = "\(sequence) " + String(repeating: "y", count: 20_000) + "\n"
+        return .init(line: Array(line.utf8), key: "internet", sequence: UInt64(sequence))
+    }
+
+    /// Holds `loop` until `release` is signalled, then runs `then` there; returns once the loop is held.
+    private func hold(_ loop: any EventLoop, until release: DispatchSemaphore, then: @escaping @Sendable () -> Void = {}) {
+        let held = DispatchSemaphore(value: 0)
+        loop.execute {
+            held.signal()
+            _ = release.wait(timeout: .now() + 60)
+            then()
+        }
+        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+    }
+
+    /// The client's whole lines, read until `count` (30 s at most).
+    private static func lines(from client: Int32, count: Int) -> [String] {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while received.filter({ $0 == 10 }).count < count {
+            var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, 30_000) > 0 else { break }
+            let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            received += chunk.prefix(n)
+        }
+        return received.split(separator: 10).map { String(decoding: $0, as: UTF8.self) }
+    }
+
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var clients: [Int32] = []
 
@@ -82,7 +113,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
             // Until the socket is full and the rest of a line waits in the channel's queue.
             while queued == 0, count < 10_000 {
                 count += 1
-                registry.broadcast([Self.event(count)])
+                registry.broadcast([Self.event(count)], flushHere: true)
                 queued = (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
             }
             // The client reads some (here, on the loop, so the channel cannot flush its queue meanwhile): the
@@ -96,7 +127,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
             }
             for _ in 0..<5 {
                 count += 1
-                registry.broadcast([Self.event(count)])
+                registry.broadcast([Self.event(count)], flushHere: true)
             }
             return (count, queued, kept)
         }.wait()
@@ -162,5 +193,52 @@ final class SubscriberRegistrySocketTests: XCTestCase {
         try channel.eventLoop.submit { registry.remove(channel) }.wait()
         XCTAssertEqual(open(), before - 1)
         XCTAssertEqual(registry.count, 0)
+    }
+
+    /// A reply written on the loop goes behind the lines the publisher left for the loop, the one it had half sent
+    /// among them: every line arrives whole, then the reply.
+    func testAReplyWaitsBehindTheLinesPendingForTheLoop() throws {
+        let (channel, client) = try connected(sendBuffer: 4096)
+        defer { try? channel.close().wait() }
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let release = DispatchSemaphore(value: 0)
+        hold(channel.eventLoop, until: release) {
+            registry.writeThroughChannel(channel) { channel.writeAndFlush(ByteBuffer(string: "reply\n"), promise: nil) }
+        }
+        for sequence in 1...5 { registry.broadcast([Self.largeEvent(sequence)]) }
+        release.signal()
+        let lines = Self.lines(from: client, count: 6)
+        XCTAssertEqual(lines.map { $0.prefix { $0 != " " } }, ["1", "2", "3", "4", "5", "reply"])
+        XCTAssertEqual(lines.dropLast().map(\.utf8.count), Array(repeating: Self.largeEvent(1).line.count - 1, count: 5), "every line whole")
+    }
+
+    /// A batch published on the loop itself waits behind the lines another thread left for the loop, although the
+    /// client has emptied the socket meanwhile.
+    func testABatchPublishedOnTheLoopWaitsBehindLinesPendingThere() throws {
+        let (channel, client) = try connected(sendBuffer: 4096)
+        defer { try? channel.close().wait() }
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let release = DispatchSemaphore(value: 0)
+        hold(channel.eventLoop, until: release) { registry.broadcast([Self.largeEvent(6)]) }
+        for sequence in 1...5 { registry.broadcast([Self.largeEvent(sequence)]) }
+        let received = NIOLockedValueBox<[String]>([]), done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            received.withLockedValue { $0 = Self.lines(from: client, count: 6) }
+            done.signal()
+        }
+        // The client reads what the socket took until the socket is empty; only then does the loop go on.
+        var waiting: Int32 = 1
+        for _ in 0..<3000 where waiting != 0 {
+            usleep(10_000)
+            _ = ioctl(client, UInt(FIONREAD), &waiting)
+        }
+        XCTAssertEqual(waiting, 0, "the client emptied the socket")
+        release.signal()
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
+        let lines = received.withLockedValue { $0 }
+        XCTAssertEqual(lines.map { $0.prefix { $0 != " " } }, ["1", "2", "3", "4", "5", "6"])
+        XCTAssertEqual(lines.map(\.utf8.count), Array(repeating: Self.largeEvent(1).line.count - 1, count: 6), "every line whole")
     }
 }
