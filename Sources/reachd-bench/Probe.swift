@@ -11,6 +11,7 @@ struct Probe {
     let link: LinkFlapper
     let stamp: NetlinkStamp
     let watchedIndex: Int32
+    let route: DefaultRouteChanger
 
     /// `flaps` link flaps (two changes each), then `routeChanges` default route changes: the time from each
     /// change to the subscriber's event, and from the kernel's netlink message to the event.
@@ -21,9 +22,8 @@ struct Probe {
             let start = MonotonicClock.seconds()
             try link.set(up: !wired)
             wired.toggle()
+            let (verdict, end) = try nextStampedEvent(watcher)
             let kernel = try stamp.arrival(of: .carrier(index: watchedIndex, up: wired))
-            let verdict = try nextEvent(watcher)
-            let end = MonotonicClock.seconds()
             latency.total.append(end - start)
             latency.overNetlink.append(end - kernel)
             if (verdict.verdict.status == .wired) != wired { latency.wrong += 1 }
@@ -36,14 +36,14 @@ struct Probe {
         for change in 0..<routeChanges {
             let add = change % 2 == 1
             stamp.drain()
-            try runIP(["route", add ? "add" : "del", "default", "via", "192.0.2.1", "dev", "eth0", "metric", "100"])
+            try route.set(present: add)
+            let (verdict, end) = try nextStampedEvent(watcher)
             let kernel = try stamp.arrival(of: .defaultRoute(added: add))
-            let verdict = try nextEvent(watcher)
-            latency.routeOverNetlink.append(MonotonicClock.seconds() - kernel)
+            latency.routeOverNetlink.append(end - kernel)
             if (verdict.verdict.status == .wired) != add { latency.wrong += 1 }
         }
         if routeChanges % 2 == 1 {
-            try runIP(["route", "add", "default", "via", "192.0.2.1", "dev", "eth0", "metric", "100"])
+            try route.set(present: true)
             while try nextEvent(watcher).verdict.status != .wired {}
         }
     }
@@ -76,12 +76,19 @@ struct Probe {
         return true
     }
 
+    /// The next event, and the monotonic time its line was read (before it is decoded).
+    func nextStampedEvent(_ connection: ReachdConnection) throws -> (StampedVerdict, Double) {
+        while true {
+            guard let line = try connection.nextLine(timeout: 10) else { throw BenchError("no event within 10 s") }
+            let time = MonotonicClock.seconds()
+            if case .event(let verdict) = try Reply.decode(line: line) { return (verdict, time) }
+        }
+    }
+
     func nextEvent(_ connection: ReachdConnection) throws -> StampedVerdict {
         while true {
             guard let reply = try connection.nextReply(timeout: 10) else { throw BenchError("no event within 10 s") }
             if case .event(let verdict) = reply { return verdict }
         }
     }
-
-    private func runIP(_ arguments: [String]) throws { try runProgram("/usr/sbin/ip", arguments) }
 }

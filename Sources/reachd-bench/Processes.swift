@@ -106,6 +106,43 @@ final class LinkFlapper {
     }
 }
 
+/// Adds and deletes the watched link's IPv4 default route (via 192.0.2.1, metric 100) with rtnetlink from this
+/// process, as `ip route` would, without a process to start and reap beside the daemon while it works.
+final class DefaultRouteChanger {
+    private let socket: OpaquePointer
+    private let index: Int32
+
+    init(index: Int32) throws {
+        guard let socket = nl_socket_alloc() else { throw BenchError("nl_socket_alloc") }
+        guard nl_connect(socket, NETLINK_ROUTE) == 0 else { throw BenchError("nl_connect") }
+        self.socket = socket
+        self.index = index
+    }
+
+    deinit { nl_socket_free(socket) }
+
+    func set(present: Bool) throws {
+        guard let route = rtnl_route_alloc(), let nexthop = rtnl_route_nh_alloc() else { throw BenchError("rtnl_route_alloc") }
+        defer { rtnl_route_put(route) }
+        var destination: OpaquePointer?, gateway: OpaquePointer?
+        guard nl_addr_parse("0.0.0.0/0", AF_INET, &destination) == 0, nl_addr_parse("192.0.2.1", AF_INET, &gateway) == 0 else {
+            throw BenchError("nl_addr_parse")
+        }
+        defer { nl_addr_put(destination); nl_addr_put(gateway) }
+        _ = rtnl_route_set_family(route, UInt8(AF_INET))
+        rtnl_route_set_table(route, 254)
+        rtnl_route_set_priority(route, 100)
+        // As `ip route` (RTPROT_BOOT): a delete matches the protocol it is given.
+        _ = rtnl_route_set_protocol(route, 3)
+        _ = rtnl_route_set_dst(route, destination)
+        rtnl_route_nh_set_ifindex(nexthop, index)
+        rtnl_route_nh_set_gateway(nexthop, gateway)
+        rtnl_route_add_nexthop(route, nexthop)
+        let rc = present ? rtnl_route_add(socket, route, 0x400 /* NLM_F_CREATE */) : rtnl_route_delete(socket, route, 0)
+        guard rc == 0 else { throw BenchError("default route \(present ? "add" : "delete"): \(String(cString: nl_geterror(rc)))") }
+    }
+}
+
 /// Runs `binary` to its end, its standard output discarded; throws unless it exits with one of `okStatuses`.
 func runProgram(_ binary: String, _ arguments: [String], okStatuses: Set<Int32> = [0]) throws {
     var child: pid_t = 0
