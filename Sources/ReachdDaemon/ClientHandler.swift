@@ -112,11 +112,15 @@ final class ClientHandler: ChannelInboundHandler {
             send(.status(id: request.id, verdict: verdict), context: context)
         case .subscribe:
             guard let verdict = hub.current else { return send(notReady(request), context: context) }
-            if !subscribed {
-                registry.add(context.channel, key: SubscriberRegistry.key(forHost: nil), sentSequence: verdict.sequence)
-                subscribed = true
+            let reply = Reply.subscribed(id: request.id, verdicts: [verdict])
+            guard !subscribed else { return send(reply, context: context) }
+            subscribed = true
+            let key = SubscriberRegistry.key(forHost: nil)
+            write(reply, to: context.channel, subscribing: [(key, verdict.sequence)])
+            // A change published between reading the verdict and subscribing went to the subscribers before this one.
+            if let now = hub.current, now.sequence > verdict.sequence {
+                registry.broadcast([.init(line: Reply.event(verdict: now).encodedLine(), key: key, sequence: now.sequence)])
             }
-            send(.subscribed(id: request.id, verdicts: [verdict]), context: context)
         }
     }
 
@@ -172,10 +176,15 @@ final class ClientHandler: ChannelInboundHandler {
             return
         }
         watchedHosts += request.hosts
-        for verdict in verdicts {
-            registry.add(channel, key: SubscriberRegistry.key(forHost: verdict.verdict.target), sentSequence: verdict.sequence)
-        }
-        write(.subscribed(id: request.id, verdicts: verdicts), to: channel)
+        let targets = verdicts.map { (SubscriberRegistry.key(forHost: $0.verdict.target), $0.sequence) }
+        write(.subscribed(id: request.id, verdicts: verdicts), to: channel, subscribing: targets)
+        // Changes published since the watch answered went to the subscribers before this one.
+        let now = hosts?.currentVerdicts(of: verdicts.map(\.verdict.target)) ?? [:]
+        let newer = verdicts.compactMap { sent in now[sent.verdict.target].flatMap { $0.sequence > sent.sequence ? $0 : nil } }
+        guard !newer.isEmpty else { return }
+        registry.broadcast(newer.map {
+            .init(line: Reply.event(verdict: $0).encodedLine(), key: SubscriberRegistry.key(forHost: $0.verdict.target), sequence: $0.sequence)
+        })
     }
 
     private func notReady(_ request: Request) -> Reply {
@@ -187,7 +196,9 @@ final class ClientHandler: ChannelInboundHandler {
         write(reply, to: context.channel)
     }
 
-    private func write(_ reply: Reply, to channel: any Channel) {
+    /// `subscribing`: the targets (registry keys and sequences) whose verdicts a `subscribed` reply carries; the
+    /// connection is subscribed to them as the reply is written, so that their events follow it.
+    private func write(_ reply: Reply, to channel: any Channel, subscribing targets: [(key: String, sequence: UInt64)] = []) {
         guard isOpen else { return }
         guard channel.isWritable else {
             logger.notice("client does not read its replies; closing it")
@@ -195,8 +206,13 @@ final class ClientHandler: ChannelInboundHandler {
             channel.close(promise: nil)
             return
         }
-        // Events to a subscriber go straight to its socket only once nothing of the reply waits in the channel's queue.
-        registry.writeThroughChannel(channel) { channel.writeAndFlush(ByteBuffer(bytes: reply.encodedLine()), promise: nil) }
+        let line = ByteBuffer(bytes: reply.encodedLine())
+        if targets.isEmpty {
+            // Events to a subscriber go straight to its socket only once nothing of the reply waits in the channel's queue.
+            registry.writeThroughChannel(channel) { channel.writeAndFlush(line, promise: nil) }
+        } else {
+            registry.add(channel, targets: targets, reply: line)
+        }
         if case .subscribed = reply { channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil) }
         channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
     }

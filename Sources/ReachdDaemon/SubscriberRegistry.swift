@@ -51,8 +51,8 @@ final class SubscriberRegistry: @unchecked Sendable {
         /// The registry's own descriptor of the socket, which any thread holding the table may write; closed
         /// when the subscriber leaves the table.
         var ownDescriptor: Int32?
-        /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty),
-        /// or a reply is about to be written: nothing is written directly before the loop has looked.
+        /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty):
+        /// nothing is written directly before the loop has looked.
         var mayHaveQueued = true
         /// Lines for the loop to write before anything else for this subscriber (the first maybe partly sent).
         var pending: [PendingLine] = []
@@ -77,36 +77,41 @@ final class SubscriberRegistry: @unchecked Sendable {
         self.onDrop = onDrop
     }
 
-    /// Subscribes a connection to a target whose verdict with `sequence` it is about to be sent (in a reply, which
-    /// no event may overtake: until the loop has written it, events for this connection go through the loop).
-    func add(_ channel: any Channel, key: String, sentSequence sequence: UInt64) {
+    /// Subscribes a connection to `targets` (registry keys) whose verdicts, with these sequences, `reply` carries,
+    /// and writes the reply: behind the lines it has pending, and before any event for it published from now on.
+    func add(_ channel: any Channel, targets: [(key: String, sequence: UInt64)], reply: ByteBuffer) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
-        let added = table.withLock { table -> Subscriber? in
+        let (subscriber, isNew) = table.withLock { table -> (Subscriber, Bool) in
+            let subscriber: Subscriber, isNew: Bool
             if let position = table.positions[id] {
-                let subscriber = table.subscribers[position]
-                subscriber.sequences[key] = max(subscriber.sequences[key] ?? 0, sequence)
-                subscriber.mayHaveQueued = true // until its reply is written (`writeThroughChannel`)
-                return nil
+                (subscriber, isNew) = (table.subscribers[position], false)
+            } else {
+                (subscriber, isNew) = (Subscriber(channel: channel), true)
+                table.positions[id] = table.subscribers.count
+                table.subscribers.append(subscriber)
             }
-            let subscriber = Subscriber(channel: channel)
-            subscriber.sequences[key] = sequence
-            table.positions[id] = table.subscribers.count
-            table.subscribers.append(subscriber)
-            return subscriber
+            for target in targets {
+                subscriber.sequences[target.key] = max(subscriber.sequences[target.key] ?? 0, target.sequence)
+            }
+            subscriber.pending.append(PendingLine(buffer: reply))
+            subscriber.loopOwes = true
+            return (subscriber, isNew)
         }
-        guard let added else { return }
-        metrics?.subscribers.add(1, ordering: .relaxed)
-        tally.count.add(1, ordering: .relaxed)
-        SubscriberSocket.descriptor(of: channel) { [self] fd in
-            table.withLock { table in
-                guard let position = table.positions[id], table.subscribers[position] === added else { return }
-                added.loopDescriptor = fd
-                guard tally.reserveOwnDescriptor() else { return }
-                guard let own = SubscriberSocket.duplicate(fd) else { return tally.releaseOwnDescriptor() }
-                added.ownDescriptor = own
+        if isNew {
+            metrics?.subscribers.add(1, ordering: .relaxed)
+            tally.count.add(1, ordering: .relaxed)
+            SubscriberSocket.descriptor(of: channel) { [self] fd in
+                table.withLock { table in
+                    guard let position = table.positions[id], table.subscribers[position] === subscriber else { return }
+                    subscriber.loopDescriptor = fd
+                    guard tally.reserveOwnDescriptor() else { return }
+                    guard let own = SubscriberSocket.duplicate(fd) else { return tally.releaseOwnDescriptor() }
+                    subscriber.ownDescriptor = own
+                }
             }
         }
+        writePending(subscriber)
     }
 
     /// Writes a reply to `channel` through its pipeline (`write`), behind the lines a subscriber has pending: events

@@ -84,6 +84,15 @@ public final class HostMonitor: Sendable {
         state.withLock { $0.rejudged = observer }
     }
 
+    /// The verdicts last recorded for those of `hosts` that have one, by host (nothing is resolved).
+    package func currentVerdicts(of hosts: [String]) -> [String: StampedVerdict] {
+        state.withLock { state in
+            var verdicts: [String: StampedVerdict] = [:]
+            for host in hosts { verdicts[host] = state.entries[host]?.tracker.current }
+            return verdicts
+        }
+    }
+
     /// Hosts watched by at least one client.
     package var watchedCount: Int { state.withLock { $0.entries.values.filter { $0.watchers > 0 }.count } }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ReachdModel
@@ -120,5 +121,74 @@ final class ClientHandlerReadingTests: XCTestCase {
             stopped.fulfill()
         }
         wait(for: [stopped], timeout: 30)
+    }
+
+    /// A host's verdict that changes after the watch answered but before the connection is subscribed (its event went
+    /// to the subscribers there were) reaches the new subscriber right after its `subscribed` reply.
+    func testAVerdictChangedWhileSubscribingFollowsTheReply() throws {
+        let gate = Gate()
+        let resolver = HostResolver(threads: 1) { _ in
+            gate.pass()
+            return .addresses([IPAddress("192.0.2.9")!])
+        }
+        let routed = NIOLockedValueBox(false)
+        let hosts = HostMonitor(judge: HostVerdict(), refreshSeconds: 0, resolver: resolver, logger: .init(label: "test")) { addresses in
+            addresses.map { _ in
+                routed.withLockedValue { $0 } ? .route(type: .unicast, interfaceIndex: 2, gateway: IPAddress("192.0.2.1"), source: nil)
+                    : .refused(errno: ENETUNREACH)
+            }
+        }
+        let wired = NetworkSnapshot(
+            links: [LinkInfo(index: 2, name: "eth0", flags: [.up, .running, .lowerUp], carrier: true)],
+            addresses: [InterfaceAddress(interfaceIndex: 2, address: IPAddress("192.0.2.2")!, prefixLength: 24)],
+            defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("192.0.2.1"))])]
+        )
+        hosts.networkChanged(wired, internetChanged: false)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends), 0)
+        let client = ends[1]
+        let loop = group.next()
+        let registry = SubscriberRegistry(eventLoop: loop) { _ in }
+        let channel = try ClientBootstrap(group: loop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(
+                        hub: VerdictHub(engine: InternetVerdict()), hosts: hosts, registry: registry, logger: .init(label: "test")
+                    ))
+                }
+            }
+            .withConnectedSocket(ends[0]).wait()
+        let release = DispatchSemaphore(value: 0)
+        defer {
+            gate.openUp()
+            release.signal()
+            try? channel.close().wait()
+            close(client)
+            try? group.syncShutdownGracefully()
+        }
+        sendAll("{\"op\":\"subscribe\",\"id\":1,\"host\":\"h.test\"}\n", to: client)
+        XCTAssertTrue(eventually { hosts.watchedCount == 1 }, "the watch started")
+        // The loop is held while the watch answers and the verdict changes: the subscription waits for it.
+        let held = DispatchSemaphore(value: 0)
+        loop.execute {
+            held.signal()
+            _ = release.wait(timeout: .now() + 60)
+        }
+        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+        gate.openUp()
+        XCTAssertTrue(eventually { hosts.currentVerdicts(of: ["h.test"])["h.test"] != nil }, "the watch answered")
+        routed.withLockedValue { $0 = true }
+        hosts.networkChanged(wired, internetChanged: false)
+        let changed = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"])["h.test"])
+        release.signal()
+
+        let replies = try readReplies(2, from: client)
+        guard replies.count == 2, case .subscribed(_, let sent) = replies[0], case .event(let event) = replies[1] else {
+            return XCTFail("expected the subscribed reply, then an event: \(replies)")
+        }
+        XCTAssertLessThan(sent.first?.sequence ?? .max, changed.sequence)
+        XCTAssertEqual(event, changed, "the change that came while subscribing")
+        hosts.stop()
     }
 }

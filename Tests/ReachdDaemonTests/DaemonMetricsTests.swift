@@ -95,9 +95,9 @@ final class DaemonMetricsTests: XCTestCase {
         let loop = EmbeddedEventLoop()
         let registry = SubscriberRegistry(eventLoop: loop, metrics: metrics) { _ in }
         let a = EmbeddedChannel(loop: loop), b = EmbeddedChannel(loop: loop)
-        registry.add(a, key: "internet", sentSequence: 1)
-        registry.add(a, key: "host:x", sentSequence: 1)
-        registry.add(b, key: "internet", sentSequence: 1)
+        registry.add(a, targets: [("internet", 1)], reply: ByteBuffer())
+        registry.add(a, targets: [("host:x", 1)], reply: ByteBuffer())
+        registry.add(b, targets: [("internet", 1)], reply: ByteBuffer())
         XCTAssertEqual(metrics.subscribers.load(ordering: .relaxed), 2, "one per connection, whatever it watches")
         registry.remove(a)
         registry.remove(a)

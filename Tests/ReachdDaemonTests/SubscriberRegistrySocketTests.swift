@@ -74,8 +74,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
     /// descriptors are known.
     private func subscribe(_ channel: any Channel, to registry: SubscriberRegistry) throws -> (fromLoop: Bool, fromPublisher: Bool) {
         try channel.eventLoop.submit {
-            registry.add(channel, key: "internet", sentSequence: 0)
-            registry.writeThroughChannel(channel) {}
+            registry.add(channel, targets: [("internet", 0)], reply: ByteBuffer())
         }.wait()
         for _ in 0..<3000 {
             let directly = registry.writesDirectly(to: channel)
@@ -240,5 +239,24 @@ final class SubscriberRegistrySocketTests: XCTestCase {
         let lines = received.withLockedValue { $0 }
         XCTAssertEqual(lines.map { $0.prefix { $0 != " " } }, ["1", "2", "3", "4", "5", "6"])
         XCTAssertEqual(lines.map(\.utf8.count), Array(repeating: Self.largeEvent(1).line.count - 1, count: 6), "every line whole")
+    }
+
+    /// The reply that subscribes a connection to a target comes before every event for that target published after
+    /// the subscription, also one published off the loop while the loop is still at the subscription.
+    func testTheSubscribingReplyComesBeforeLaterEvents() throws {
+        let (channel, client) = try connected(sendBuffer: 65536)
+        defer { try? channel.close().wait() }
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        try channel.eventLoop.submit {
+            registry.add(channel, targets: [("host:a", 1)], reply: ByteBuffer(string: "reply\n"))
+            let published = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                registry.broadcast([.init(line: Array("2 host:a\n".utf8), key: "host:a", sequence: 2)])
+                published.signal()
+            }
+            XCTAssertEqual(published.wait(timeout: .now() + 30), .success)
+        }.wait()
+        XCTAssertEqual(Self.lines(from: client, count: 2).map { String($0.prefix { $0 != " " }) }, ["reply", "2"])
     }
 }

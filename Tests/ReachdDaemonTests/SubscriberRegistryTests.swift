@@ -25,10 +25,10 @@ final class SubscriberRegistryTests: XCTestCase {
         let registry = SubscriberRegistry(eventLoop: loop) { _ in }
         let channels = (0..<4).map { _ in EmbeddedChannel(loop: loop) }
         for (index, channel) in channels.enumerated() {
-            registry.add(channel, key: "internet", sentSequence: 1)
-            if index.isMultiple(of: 2) { registry.add(channel, key: "host:a", sentSequence: 3) }
+            registry.add(channel, targets: [("internet", 1)], reply: ByteBuffer())
+            if index.isMultiple(of: 2) { registry.add(channel, targets: [("host:a", 3)], reply: ByteBuffer()) }
         }
-        registry.add(channels[1], key: "internet", sentSequence: 1)
+        registry.add(channels[1], targets: [("internet", 1)], reply: ByteBuffer())
         XCTAssertEqual(registry.count, 4, "a second subscribe of a connection adds no subscriber")
 
         registry.remove(channels[0])
@@ -47,7 +47,7 @@ final class SubscriberRegistryTests: XCTestCase {
         XCTAssertEqual(try lines(channels[2]), ["internet#3", "host:a#5"], "only what it has not seen, in batch order")
         XCTAssertEqual(try lines(channels[1]) + lines(channels[3]), [])
 
-        registry.add(channels[3], key: "internet", sentSequence: 3)
+        registry.add(channels[3], targets: [("internet", 3)], reply: ByteBuffer())
         XCTAssertEqual(registry.count, 2)
         registry.broadcast([event("internet", 4)], flushHere: true)
         XCTAssertEqual(try lines(channels[2]), ["internet#4"])
