@@ -208,7 +208,7 @@ let package = Package(
         .executableTarget(
             name: "reachd-bench",
             dependencies: [
-                "CNetlink", "ReachdClient", "ReachdProtocol", "ReachdModel",
+                "CNetlink", "ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -240,7 +240,7 @@ let package = Package(
         .testTarget(
             name: "ReachdDaemonTests",
             dependencies: [
-                "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel", "ReachdServiceKit",
+                "ReachdDaemon", "ReachdMonitor", "ReachdProtocol", "ReachdModel", "ReachdServiceKit", "ReachdTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -46,7 +46,7 @@ struct Bench: ParsableCommand {
         let stamp = try NetlinkStamp()
         let index = Int32(bitPattern: if_nametoindex(watched))
         guard index > 0 else { throw BenchError("no link \(watched)") }
-        let probe = Probe(link: link, stamp: stamp, watchedIndex: index, route: try DefaultRouteChanger(index: index))
+        let probe = Probe(link: link, stamp: stamp, watchedIndex: index)
 
         let daemon = try Daemon(binary: reachd, socket: socketPath, config: config)
         defer { daemon.stop() }

@@ -11,7 +11,6 @@ struct Probe {
     let link: LinkFlapper
     let stamp: NetlinkStamp
     let watchedIndex: Int32
-    let route: DefaultRouteChanger
 
     /// `flaps` link flaps (two changes each), then `routeChanges` default route changes: the time from each
     /// change to the subscriber's event, and from the kernel's netlink message to the event.
@@ -36,14 +35,14 @@ struct Probe {
         for change in 0..<routeChanges {
             let add = change % 2 == 1
             stamp.drain()
-            try route.set(present: add)
+            try link.setDefaultRoute(through: watchedIndex, present: add)
             let (verdict, end) = try nextStampedEvent(watcher)
             let kernel = try stamp.arrival(of: .defaultRoute(added: add))
             latency.routeOverNetlink.append(end - kernel)
             if (verdict.verdict.status == .wired) != add { latency.wrong += 1 }
         }
         if routeChanges % 2 == 1 {
-            try route.set(present: true)
+            try link.setDefaultRoute(through: watchedIndex, present: true)
             while try nextEvent(watcher).verdict.status != .wired {}
         }
     }

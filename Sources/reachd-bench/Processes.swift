@@ -81,6 +81,7 @@ final class Daemon {
 }
 
 /// Flips a link's administrative state through libnl (a veth end: its peer loses or regains carrier).
+/// Changes the benchmark makes with rtnetlink from its own process: a link's state (`set(up:)`), the default route.
 final class LinkFlapper {
     private let socket: OpaquePointer
     private let name: String
@@ -108,20 +109,8 @@ final class LinkFlapper {
 
 /// Adds and deletes the watched link's IPv4 default route (via 192.0.2.1, metric 100) with rtnetlink from this
 /// process, as `ip route` would, without a process to start and reap beside the daemon while it works.
-final class DefaultRouteChanger {
-    private let socket: OpaquePointer
-    private let index: Int32
-
-    init(index: Int32) throws {
-        guard let socket = nl_socket_alloc() else { throw BenchError("nl_socket_alloc") }
-        guard nl_connect(socket, NETLINK_ROUTE) == 0 else { throw BenchError("nl_connect") }
-        self.socket = socket
-        self.index = index
-    }
-
-    deinit { nl_socket_free(socket) }
-
-    func set(present: Bool) throws {
+extension LinkFlapper {
+    func setDefaultRoute(through index: Int32, present: Bool) throws {
         guard let route = rtnl_route_alloc(), let nexthop = rtnl_route_nh_alloc() else { throw BenchError("rtnl_route_alloc") }
         defer { rtnl_route_put(route) }
         var destination: OpaquePointer?, gateway: OpaquePointer?

@@ -5,6 +5,7 @@ import NIOPosix
 import ReachdModel
 import ReachdMonitor
 import ReachdProtocol
+import ReachdTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -56,16 +57,25 @@ final class ClientHandlerReadingTests: XCTestCase {
 
     /// Reads reply lines until `count` came (30 s at most).
     private func readReplies(_ count: Int, from socket: Int32) throws -> [Reply] {
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while received.filter({ $0 == 10 }).count < count {
-            var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 30_000) > 0 else { break }
-            let n = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            received += chunk.prefix(n)
-        }
-        return try received.split(separator: 10).map { try Reply.decode(line: Array($0)) }
+        try SocketLines.read(count, from: socket).map { try Reply.decode(line: $0) }
+    }
+
+    /// A connection served by a `ClientHandler` with `hosts` on a loop of its own; the client's end of it.
+    private func serve(_ hosts: HostMonitor) throws -> (channel: any Channel, client: Int32, loop: any EventLoop, group: MultiThreadedEventLoopGroup) {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends), 0)
+        let loop = group.next()
+        let registry = SubscriberRegistry(eventLoop: loop) { _ in }
+        let hub = VerdictHub(engine: InternetVerdict())
+        let channel = try ClientBootstrap(group: loop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: .init(label: "test")))
+                }
+            }
+            .withConnectedSocket(ends[0]).wait()
+        return (channel, ends[1], loop, group)
     }
 
     func testTheSocketStopsBeingReadWhenTheLimitWaitsAndIsReadAgainAfterAnAnswer() throws {
@@ -77,20 +87,7 @@ final class ClientHandlerReadingTests: XCTestCase {
         let hosts = HostMonitor(judge: HostVerdict(), refreshSeconds: 0, resolver: resolver, logger: .init(label: "test")) { addresses in
             addresses.map { _ in .refused(errno: ENETUNREACH) }
         }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        var ends: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends), 0)
-        let client = ends[1]
-        let loop = group.next()
-        let registry = SubscriberRegistry(eventLoop: loop) { _ in }
-        let hub = VerdictHub(engine: InternetVerdict())
-        let channel = try ClientBootstrap(group: loop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ClientHandler(hub: hub, hosts: hosts, registry: registry, logger: .init(label: "test")))
-                }
-            }
-            .withConnectedSocket(ends[0]).wait()
+        let (channel, client, _, group) = try serve(hosts)
         defer {
             gate.openUp()
             try? channel.close().wait()
@@ -144,21 +141,7 @@ final class ClientHandlerReadingTests: XCTestCase {
             defaultRoutes: [Route(family: .ipv4, nexthops: [Nexthop(interfaceIndex: 2, gateway: IPAddress("192.0.2.1"))])]
         )
         hosts.networkChanged(wired, internetChanged: false)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        var ends: [Int32] = [0, 0]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends), 0)
-        let client = ends[1]
-        let loop = group.next()
-        let registry = SubscriberRegistry(eventLoop: loop) { _ in }
-        let channel = try ClientBootstrap(group: loop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ClientHandler(
-                        hub: VerdictHub(engine: InternetVerdict()), hosts: hosts, registry: registry, logger: .init(label: "test")
-                    ))
-                }
-            }
-            .withConnectedSocket(ends[0]).wait()
+        let (channel, client, loop, group) = try serve(hosts)
         let release = DispatchSemaphore(value: 0)
         defer {
             gate.openUp()

@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import ReachdTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -34,24 +35,25 @@ final class SubscriberRegistrySocketTests: XCTestCase {
         XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
     }
 
+    /// A subscriber as `subscribe` makes it, whose registry has a descriptor of its own for it.
+    private func subscribedWithOwnDescriptor(sendBuffer: Int32) throws -> (channel: any Channel, client: Int32, registry: SubscriberRegistry) {
+        let (channel, client) = try connected(sendBuffer: sendBuffer)
+        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
+        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher, "the registry has a descriptor of its own")
+        return (channel, client, registry)
+    }
+
     /// The client's whole lines, read until `count` (30 s at most).
     private static func lines(from client: Int32, count: Int) -> [String] {
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while received.filter({ $0 == 10 }).count < count {
-            var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 30_000) > 0 else { break }
-            let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            received += chunk.prefix(n)
-        }
-        return received.split(separator: 10).map { String(decoding: $0, as: UTF8.self) }
+        SocketLines.read(count, from: client).map { String(decoding: $0, as: UTF8.self) }
     }
 
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var clients: [Int32] = []
+    private var channels: [any Channel] = []
 
     override func tearDown() {
+        for channel in channels { try? channel.close().wait() }
         try? group.syncShutdownGracefully()
         for client in clients { close(client) }
     }
@@ -67,6 +69,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
         let channel = try ClientBootstrap(group: group)
             .channelOption(.writeBufferWaterMark, value: .init(low: 8 << 20, high: 16 << 20))
             .withConnectedSocket(ends[0]).wait()
+        channels.append(channel)
         return (channel, ends[1])
     }
 
@@ -86,18 +89,8 @@ final class SubscriberRegistrySocketTests: XCTestCase {
 
     /// The client's lines' sequence numbers, read until `count` lines (30 s at most), with `kept` read before.
     private static func sequences(from client: Int32, count: Int, kept: [UInt8] = []) -> [Int] {
-        var received = kept
-        var lines = received.filter { $0 == 10 }.count
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while lines < count {
-            var entry = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 30_000) > 0 else { break }
-            let n = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            received += chunk.prefix(n)
-            lines += chunk.prefix(n).filter { $0 == 10 }.count
-        }
-        return received.split(separator: 10).map { Int(String(decoding: $0.prefix { $0 != 0x20 }, as: UTF8.self)) ?? -1 }
+        SocketLines.bytes(count, from: client, after: kept).split(separator: 10)
+            .map { Int(String(decoding: $0.prefix { $0 != 0x20 }, as: UTF8.self)) ?? -1 }
     }
 
     func testASubscriberWhoseSocketWasFullGetsEveryLineInOrder() throws {
@@ -137,16 +130,9 @@ final class SubscriberRegistrySocketTests: XCTestCase {
 
     /// The publisher's thread writes the batch itself: the line arrives while the loop is held up.
     func testABatchPublishedOffTheLoopReachesTheSocketWhileTheLoopIsBusy() throws {
-        let (channel, client) = try connected(sendBuffer: 65536)
-        defer { try? channel.close().wait() }
-        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
-        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher, "the registry has a descriptor of its own")
-        let release = DispatchSemaphore(value: 0), held = DispatchSemaphore(value: 0)
-        channel.eventLoop.execute {
-            held.signal()
-            _ = release.wait(timeout: .now() + 60)
-        }
-        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+        let (channel, client, registry) = try subscribedWithOwnDescriptor(sendBuffer: 65536)
+        let release = DispatchSemaphore(value: 0)
+        hold(channel.eventLoop, until: release)
         registry.broadcast([Self.event(1)])
         let received = Self.sequences(from: client, count: 1)
         release.signal()
@@ -157,10 +143,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
     /// does not take goes through the loop, and the lines after it wait for it there, even when the socket has
     /// room again; the client gets every line, in order.
     func testLinesPublishedOffTheLoopPastAFullSocketArriveInOrder() throws {
-        let (channel, client) = try connected(sendBuffer: 4096)
-        defer { try? channel.close().wait() }
-        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
-        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let (channel, client, registry) = try subscribedWithOwnDescriptor(sendBuffer: 4096)
         let count = 2000
         let received = NIOLockedValueBox<[Int]>([]), done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -169,12 +152,8 @@ final class SubscriberRegistrySocketTests: XCTestCase {
         }
         // The loop is held while the lines are published, so that the socket has room again (the client reads on)
         // while the lines it did not take still wait for the loop.
-        let release = DispatchSemaphore(value: 0), held = DispatchSemaphore(value: 0)
-        channel.eventLoop.execute {
-            held.signal()
-            _ = release.wait(timeout: .now() + 60)
-        }
-        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+        let release = DispatchSemaphore(value: 0)
+        hold(channel.eventLoop, until: release)
         for sequence in 1...count { registry.broadcast([Self.event(sequence)]) }
         release.signal()
         XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
@@ -183,10 +162,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
 
     /// A subscriber that leaves closes the registry's descriptor of its socket.
     func testRemovingASubscriberClosesTheRegistrysDescriptor() throws {
-        let (channel, _) = try connected(sendBuffer: 65536)
-        defer { try? channel.close().wait() }
-        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
-        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let (channel, _, registry) = try subscribedWithOwnDescriptor(sendBuffer: 65536)
         let open = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
         let before = open()
         try channel.eventLoop.submit { registry.remove(channel) }.wait()
@@ -197,10 +173,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
     /// A reply written on the loop goes behind the lines the publisher left for the loop, the one it had half sent
     /// among them: every line arrives whole, then the reply.
     func testAReplyWaitsBehindTheLinesPendingForTheLoop() throws {
-        let (channel, client) = try connected(sendBuffer: 4096)
-        defer { try? channel.close().wait() }
-        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
-        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let (channel, client, registry) = try subscribedWithOwnDescriptor(sendBuffer: 4096)
         let release = DispatchSemaphore(value: 0)
         hold(channel.eventLoop, until: release) {
             registry.writeThroughChannel(channel) { channel.writeAndFlush(ByteBuffer(string: "reply\n"), promise: nil) }
@@ -215,10 +188,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
     /// A batch published on the loop itself waits behind the lines another thread left for the loop, although the
     /// client has emptied the socket meanwhile.
     func testABatchPublishedOnTheLoopWaitsBehindLinesPendingThere() throws {
-        let (channel, client) = try connected(sendBuffer: 4096)
-        defer { try? channel.close().wait() }
-        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
-        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let (channel, client, registry) = try subscribedWithOwnDescriptor(sendBuffer: 4096)
         let release = DispatchSemaphore(value: 0)
         hold(channel.eventLoop, until: release) { registry.broadcast([Self.largeEvent(6)]) }
         for sequence in 1...5 { registry.broadcast([Self.largeEvent(sequence)]) }
@@ -244,10 +214,7 @@ final class SubscriberRegistrySocketTests: XCTestCase {
     /// The reply that subscribes a connection to a target comes before every event for that target published after
     /// the subscription, also one published off the loop while the loop is still at the subscription.
     func testTheSubscribingReplyComesBeforeLaterEvents() throws {
-        let (channel, client) = try connected(sendBuffer: 65536)
-        defer { try? channel.close().wait() }
-        let registry = SubscriberRegistry(eventLoop: channel.eventLoop) { _ in }
-        XCTAssertTrue(try subscribe(channel, to: registry).fromPublisher)
+        let (channel, client, registry) = try subscribedWithOwnDescriptor(sendBuffer: 65536)
         try channel.eventLoop.submit {
             registry.add(channel, targets: [("host:a", 1)], reply: ByteBuffer(string: "reply\n"))
             let published = DispatchSemaphore(value: 0)
