@@ -1,11 +1,5 @@
 import NIOCore
 
-/// A line waiting for a subscriber's loop: the buffer is the batch's one for its event (shared by every subscriber
-/// it waits for), its reader index past what was sent already.
-struct PendingLine {
-    var buffer: ByteBuffer
-}
-
 extension SubscriberRegistry {
     /// Writes a batch of events (one network change) to every subscriber, each only the events of its targets
     /// that it has not been given. A subscriber whose queue is over the high-water mark when the batch comes is
@@ -59,8 +53,8 @@ extension SubscriberRegistry {
             }
             var first = queued.buffer(due[whole])
             first.moveReaderIndex(forwardBy: sent)
-            subscriber.pending.append(PendingLine(buffer: first))
-            for index in due[(whole + 1)...] { subscriber.pending.append(PendingLine(buffer: queued.buffer(index))) }
+            subscriber.pending.append(first)
+            for index in due[(whole + 1)...] { subscriber.pending.append(queued.buffer(index)) }
             subscriber.loopOwes = true
             if !subscriber.isWaiting {
                 subscriber.isWaiting = true
@@ -110,7 +104,7 @@ extension SubscriberRegistry {
     /// it elsewhere meanwhile (`loopOwes`); afterwards, events go straight to it again once its queue is empty.
     func writePending(_ subscriber: Subscriber, then reply: () -> Void = {}) {
         let channel = subscriber.channel
-        let taken = table.withLock { table -> (lines: [PendingLine], descriptor: Int32?)? in
+        let taken = table.withLock { table -> (lines: [ByteBuffer], descriptor: Int32?)? in
             guard let position = table.positions[ObjectIdentifier(channel)], table.subscribers[position] === subscriber else { return nil }
             defer { subscriber.pending = [] }
             subscriber.loopOwes = true
@@ -121,17 +115,17 @@ extension SubscriberRegistry {
         var lines = taken.lines, next = 0
         if channel.isActive, let descriptor = taken.descriptor, (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0 {
             while next < lines.count {
-                let readable = lines[next].buffer.readableBytes
-                let sent = lines[next].buffer.withUnsafeReadableBytes { SubscriberSocket.send(descriptor, $0) }
+                let readable = lines[next].readableBytes
+                let sent = lines[next].withUnsafeReadableBytes { SubscriberSocket.send(descriptor, $0) }
                 guard sent == readable else {
-                    lines[next].buffer.moveReaderIndex(forwardBy: sent)
+                    lines[next].moveReaderIndex(forwardBy: sent)
                     break
                 }
                 next += 1
             }
         }
         if next < lines.count {
-            for line in lines[next...] { channel.write(line.buffer, promise: nil) }
+            for line in lines[next...] { channel.write(line, promise: nil) }
             channel.flush()
         }
         reply()

@@ -54,8 +54,9 @@ final class SubscriberRegistry: @unchecked Sendable {
         /// Bytes may wait in the channel's queue (written through the channel since it was last seen empty):
         /// nothing is written directly before the loop has looked.
         var mayHaveQueued = true
-        /// Lines for the loop to write before anything else for this subscriber (the first maybe partly sent).
-        var pending: [PendingLine] = []
+        /// Lines for the loop to write before anything else for this subscriber: each the batch's buffer for its
+        /// event (shared by every subscriber it waits for), the first's reader index past what was sent already.
+        var pending: [ByteBuffer] = []
         /// The loop has lines of it to write, or is writing to it: nothing is written to it elsewhere meanwhile.
         var loopOwes = false
         /// In the table's `waiting`.
@@ -94,7 +95,7 @@ final class SubscriberRegistry: @unchecked Sendable {
             for target in targets {
                 subscriber.sequences[target.key] = max(subscriber.sequences[target.key] ?? 0, target.sequence)
             }
-            subscriber.pending.append(PendingLine(buffer: reply))
+            subscriber.pending.append(reply)
             subscriber.loopOwes = true
             return (subscriber, isNew)
         }

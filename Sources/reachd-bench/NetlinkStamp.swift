@@ -16,7 +16,7 @@ private let groupLink: UInt32 = 0x1, groupIPv4Route: UInt32 = 0x40, lowerUp: UIn
 /// the other's work.
 final class NetlinkStamp: @unchecked Sendable {
     /// The message that carries a change the benchmark made.
-    enum Change: Equatable, Sendable {
+    enum Change: Sendable {
         /// `RTM_NEWLINK` for the link with this index, with its carrier (`IFF_LOWER_UP`) as given.
         case carrier(index: Int32, up: Bool)
         /// `RTM_NEWROUTE` (added) or `RTM_DELROUTE` (deleted) for an IPv4 default route of the main table.

@@ -85,9 +85,6 @@ struct Probe {
     }
 
     func nextEvent(_ connection: ReachdConnection) throws -> StampedVerdict {
-        while true {
-            guard let reply = try connection.nextReply(timeout: 10) else { throw BenchError("no event within 10 s") }
-            if case .event(let verdict) = reply { return verdict }
-        }
+        try nextStampedEvent(connection).0
     }
 }
