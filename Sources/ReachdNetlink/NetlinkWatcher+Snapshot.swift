@@ -3,10 +3,19 @@ import ReachdModel
 
 /// Rebuilding the snapshot from the caches that changed.
 extension NetlinkWatcher {
+    /// Publishes the rebuilt snapshot if it changed. Where links went down or away, their default routes are
+    /// read again only after that, off the change's path: the snapshot went out without the routes the kernel
+    /// removes (`LinkLoss.survivors`), and a second one follows only if the kernel's differ.
     func publishIfChanged() {
         let before = current
         rebuild()
         if current != before { handler?(current) }
+        guard let loss = unreadLoss else { return }
+        unreadLoss = nil
+        refreshRoutes(after: loss)
+        let published = current
+        rebuild()
+        if current != published { handler?(current) }
     }
 
     func rebuild() {
@@ -24,6 +33,7 @@ extension NetlinkWatcher {
             current.defaultRoutes = LibnlObjects.objects(of: routes.cache).compactMap(LibnlObjects.route)
             routesDirty = false
         }
+        if let unreadLoss { current.defaultRoutes = unreadLoss.survivors(of: current.defaultRoutes) }
         if dirty.contains(.netconf), let cache = caches[.netconf] {
             var policy = current.linkdownPolicy
             for object in LibnlObjects.objects(of: cache) {
@@ -53,26 +63,4 @@ extension NetlinkWatcher {
         return link
     }
 
-}
-
-/// Links that went down or away between two snapshots. The kernel flushes the IPv4 routes through such a
-/// link without a netlink message, so the default routes through it must be read again. (A link that
-/// comes up or appears brings no silent change.)
-struct LinkLoss: Equatable {
-    /// Links that were up and are down now.
-    var down: Set<Int32> = []
-    /// Whether any link is gone.
-    var gone = false
-
-    /// nil when no link went down or away.
-    init?(from old: [Int32: LinkInfo], to new: [Int32: LinkInfo]) {
-        for (index, link) in old {
-            guard let now = new[index] else {
-                gone = true
-                continue
-            }
-            if link.flags.contains(.up) && !now.flags.contains(.up) { down.insert(index) }
-        }
-        if down.isEmpty && !gone { return nil }
-    }
 }

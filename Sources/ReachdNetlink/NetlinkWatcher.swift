@@ -55,6 +55,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     // Read and written by the snapshot rebuild (NetlinkWatcher+Snapshot.swift).
     var dirty: Set<CacheKind> = []
     var routesDirty = false
+    /// Links that went down or away since the default routes were last read through them.
+    var unreadLoss: LinkLoss?
     /// The bell says routes other than the default ones changed: `routeGeneration` is to be bumped.
     var otherRoutesChanged = false
     var current = NetworkSnapshot()

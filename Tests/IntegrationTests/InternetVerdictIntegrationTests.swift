@@ -149,6 +149,24 @@ final class InternetVerdictIntegrationTests: XCTestCase {
         try client.waitFor("eth0 once its route is back") { $0.status == .wired }
     }
 
+    func testLinkThatWentDownIsJudgedWithoutItsFlushedRoutesInOneEvent() throws {
+        try lab.addLink("eth0", ipv4: "192.0.2.2/24", ipv6: "2001:db8:1::2/64")
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        try lab.ip("-6 route add default via 2001:db8:1::1 dev eth0 metric 1024")
+        try lab.startDaemon()
+        let client = try lab.subscribe()
+        try client.waitFor("eth0 reachable over IPv6") { $0.reachable && $0.family == .ipv6 }
+
+        // reachd publishes before it reads eth0's routes again: the verdict must already be the one without
+        // the routes the kernel removed, not "eth0 is down" followed by a second event.
+        try lab.ip("link set eth0 down")
+        let down = try client.waitFor("eth0 down") { !$0.reachable }
+        XCTAssertEqual(down.verdict.ipv4.reason, "no IPv4 default route")
+        XCTAssertEqual(down.verdict.ipv6.reason, "no IPv6 default route")
+        // A sleep that proves nothing more came: the routes read again after the event matched it.
+        XCTAssertEqual(try client.drain(for: 0.5).map(\.verdict.reason), [])
+    }
+
     func testIPv6OnlyDefaultRoute() throws {
         try lab.addLink("eth0", ipv6: "2001:db8:1::2/64")
         try lab.ip("-6 route add default via 2001:db8:1::1 dev eth0 metric 1024")

@@ -1,0 +1,59 @@
+import ReachdModel
+@testable import ReachdNetlink
+import XCTest
+
+/// Which links a snapshot lost, and which default routes the kernel leaves after that loss: the snapshot
+/// published before the routes are read again.
+final class LinkLossTests: XCTestCase {
+    private func link(_ index: Int32, up: Bool) -> LinkInfo {
+        LinkInfo(index: index, name: "l\(index)", flags: up ? [.up, .running] : [])
+    }
+
+    private func route(_ family: IPAddress.Family, table: UInt32 = Route.mainTable, through links: [Int32]) -> Route {
+        Route(family: family, table: table, nexthops: links.map { Nexthop(interfaceIndex: $0) })
+    }
+
+    func testNoLossWhenLinksStayUpOrComeUp() {
+        XCTAssertNil(LinkLoss(from: [1: link(1, up: true), 2: link(2, up: false)], to: [1: link(1, up: true), 2: link(2, up: true), 3: link(3, up: true)]))
+    }
+
+    func testLinksThatWentDownOrAway() throws {
+        let loss = try XCTUnwrap(LinkLoss(
+            from: [1: link(1, up: true), 2: link(2, up: true), 3: link(3, up: false)],
+            to: [1: link(1, up: false), 3: link(3, up: false)]
+        ))
+        XCTAssertEqual(loss.down, [1])
+        XCTAssertEqual(loss.goneLinks, [2])
+        XCTAssertTrue(loss.gone)
+    }
+
+    func testMergedLossKeepsTheLinksOfBoth() throws {
+        let first = try XCTUnwrap(LinkLoss(from: [1: link(1, up: true)], to: [1: link(1, up: false)]))
+        let second = try XCTUnwrap(LinkLoss(from: [2: link(2, up: true)], to: [:]))
+        let both = second.merged(with: first)
+        XCTAssertEqual(both.down, [1])
+        XCTAssertEqual(both.goneLinks, [2])
+        XCTAssertEqual(first.merged(with: nil), first)
+    }
+
+    func testSurvivorsAreTheRoutesWithAHopLeft() throws {
+        let loss = try XCTUnwrap(LinkLoss(
+            from: [1: link(1, up: true), 2: link(2, up: true), 3: link(3, up: true)],
+            to: [1: link(1, up: false), 3: link(3, up: true)]
+        ))
+        let routes = [
+            route(.ipv4, through: [1]),
+            route(.ipv6, through: [1]),
+            route(.ipv4, table: 10, through: [2]),
+            route(.ipv4, table: 11, through: [1, 3]),
+            route(.ipv4, table: 12, through: [1, 2]),
+            route(.ipv4, through: [3]),
+            Route(family: .ipv4, type: .unreachable),
+        ]
+        XCTAssertEqual(loss.survivors(of: routes), [
+            route(.ipv4, table: 11, through: [1, 3]),
+            route(.ipv4, through: [3]),
+            Route(family: .ipv4, type: .unreachable),
+        ])
+    }
+}
