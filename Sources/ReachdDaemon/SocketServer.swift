@@ -92,7 +92,7 @@ public final class SocketServer: Sendable {
                 for registry in serving { registry.broadcast(events) }
             }
         }
-        observer = hub.addObserver { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
+        observer = hub.addObserver(first: true) { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
         hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }
     }
 

@@ -17,6 +17,7 @@ public final class VerdictHub: Sendable {
     private struct Observer {
         let id: Int
         var refreshes: Bool
+        var first: Bool
         var call: @Sendable (StampedVerdict) -> Void
     }
 
@@ -92,13 +93,17 @@ public final class VerdictHub: Sendable {
 
     /// Calls `observer` with every published change. `startingWithCurrent`: first with the current verdict (if
     /// any), taken and registered under one lock, so that no change comes before it or goes missing.
-    /// `refreshes`: also with every refresh of the portal's counters (same sequence).
+    /// `refreshes`: also with every refresh of the portal's counters (same sequence). `first`: called before the
+    /// observers added without it (the subscribers' fan-out, which no bookkeeping should hold up); otherwise
+    /// observers are called in the order they were added.
     public func addObserver(
-        startingWithCurrent: Bool = false, refreshes: Bool = false, _ observer: @escaping @Sendable (StampedVerdict) -> Void
+        startingWithCurrent: Bool = false, refreshes: Bool = false, first: Bool = false,
+        _ observer: @escaping @Sendable (StampedVerdict) -> Void
     ) -> ObserverID {
         state.withLock { state in
             state.nextObserver += 1
-            state.observers.append(Observer(id: state.nextObserver, refreshes: refreshes, call: observer))
+            let added = Observer(id: state.nextObserver, refreshes: refreshes, first: first, call: observer)
+            state.observers.insert(added, at: first ? state.observers.firstIndex { !$0.first } ?? state.observers.endIndex : state.observers.endIndex)
             if startingWithCurrent, let current = state.tracker.current { observer(current) }
             return ObserverID(value: state.nextObserver)
         }

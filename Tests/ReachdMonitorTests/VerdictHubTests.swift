@@ -71,6 +71,17 @@ final class VerdictHubTests: XCTestCase {
         XCTAssertEqual(told.withLock { $0 }, Array(0..<20).filter { $0 != 3 })
     }
 
+    func testObserversAddedFirstAreToldBeforeTheOthersInTheirOwnOrder() {
+        let hub = VerdictHub(engine: InternetVerdict())
+        let told = Mutex<[String]>([])
+        for name in ["a", "B", "c", "D"] {
+            let first = name.uppercased() == name
+            _ = hub.addObserver(first: first) { _ in told.withLock { $0.append(name) } }
+        }
+        hub.update(snapshot: snapshot(nil))
+        XCTAssertEqual(told.withLock { $0 }, ["B", "D", "a", "c"])
+    }
+
     /// Followers start while verdicts keep changing on another thread: each sees strictly increasing sequences,
     /// none twice, none missing, ending at the last.
     func testFollowersStartingDuringChangesNeverSeeAnOlderVerdict() async {
