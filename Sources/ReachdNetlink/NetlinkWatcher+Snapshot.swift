@@ -49,7 +49,7 @@ extension NetlinkWatcher {
             current.routeGeneration &+= 1
             otherRoutesChanged = false
         }
-        dirty = []
+        dirty.removeAll(keepingCapacity: true)
     }
 
     private func withSysfsFacts(_ link: LinkInfo) -> LinkInfo {

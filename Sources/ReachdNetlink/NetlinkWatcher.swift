@@ -240,23 +240,15 @@ public final class NetlinkWatcher: @unchecked Sendable {
         }
     }
 
+    /// Reads every message waiting on the manager's socket: libnl reads until the non-blocking socket is empty.
     private func receiveManagerEvents() {
         guard let manager else { return }
-        var rounds = 0
-        repeat {
-            let rc = nl_cache_mngr_data_ready(manager)
-            if rc < 0 {
-                resynchronise(after: NetlinkError(call: "nl_cache_mngr_data_ready", code: rc))
-                return
-            }
-            rounds += 1
-        } while rounds < 64 && socketHasPendingData(nl_cache_mngr_get_fd(manager))
-        logger.trace("netlink batch", metadata: ["rounds": "\(rounds)", "dirty": "\(dirty.map(\.rawValue).sorted())"])
-    }
-
-    private func socketHasPendingData(_ fd: Int32) -> Bool {
-        var entry = Self.readable(fd)
-        return poll(&entry, 1, 0) > 0 && entry.revents & Int16(POLLIN) != 0
+        let rc = nl_cache_mngr_data_ready(manager)
+        if rc < 0 {
+            resynchronise(after: NetlinkError(call: "nl_cache_mngr_data_ready", code: rc))
+            return
+        }
+        logger.trace("netlink batch", metadata: ["messages": "\(rc)", "dirty": "\(dirty.map(\.rawValue).sorted())"])
     }
 
     /// Throws the caches away and dumps them again; the view is never left stale.
