@@ -24,7 +24,7 @@ extension NetlinkWatcher {
             let before = current.links
             current.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
             sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
-            if let loss = LinkLoss(from: before, to: current.links) { refreshRoutes(after: loss) }
+            if let loss = LinkLoss(from: before, to: current.links) { unreadLoss = loss.merged(with: unreadLoss) }
         }
         if dirty.contains(.address), let cache = caches[.address] {
             current.addresses = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.interfaceAddress)
