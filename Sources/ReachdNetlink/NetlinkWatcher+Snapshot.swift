@@ -20,10 +20,16 @@ extension NetlinkWatcher {
 
     func rebuild() {
         if dirty.contains(.link), let cache = caches[.link] {
-            let links = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.link).map(withSysfsFacts)
             let before = current.links
-            current.links = Dictionary(links.map { ($0.index, $0) }, uniquingKeysWith: { _, new in new })
-            sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
+            var links: [Int32: LinkInfo] = [:]
+            links.reserveCapacity(before.count)
+            for object in LibnlObjects.objects(of: cache) {
+                if let link = LibnlObjects.link(object) { links[link.index] = withSysfsFacts(link) }
+            }
+            current.links = links
+            if sysfsFacts.keys.contains(where: { current.links[$0] == nil }) {
+                sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
+            }
             if let loss = LinkLoss(from: before, to: current.links) { unreadLoss = loss.merged(with: unreadLoss) }
         }
         if dirty.contains(.address), let cache = caches[.address] {

@@ -171,6 +171,10 @@ public final class NetlinkWatcher: @unchecked Sendable {
         guard let socket = nl_socket_alloc() else { throw NetlinkError(call: "nl_socket_alloc", code: NLE_NOMEM) }
         let context = Unmanaged.passUnretained(self).toOpaque()
         nl_socket_modify_cb(socket, NL_CB_MSG_IN, NL_CB_CUSTOM, netlinkMessageCallback, context)
+        // One read per notification, not a peek for its size and then the read: notifications are a few KiB (a
+        // larger one fails the read with NLE_MSG_TRUNC, and the caches are dumped again).
+        nl_socket_disable_msg_peek(socket)
+        _ = nl_socket_set_msg_buf_size(socket, 64 << 10)
         var mngr: OpaquePointer?
         var rc = nl_cache_mngr_alloc(socket, NETLINK_ROUTE, 0, &mngr)
         guard rc == 0, let mngr else {
