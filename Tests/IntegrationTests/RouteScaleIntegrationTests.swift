@@ -1,7 +1,9 @@
 import CNetlink
 import Foundation
+import Logging
 import ReachdModel
 @testable import ReachdNetlink
+import Synchronization
 import XCTest
 
 /// Large routing tables and route churn: reachd keeps only the default routes, re-judges watched hosts once
@@ -120,6 +122,33 @@ final class RouteScaleIntegrationTests: XCTestCase {
             XCTAssertEqual(try cachedDefaults(table), try kernelDefaults())
             XCTAssertFalse(try kernelDefaults().isEmpty)
         }
+    }
+
+    func testADownedLinksSnapshotGoesOutBeforeItsRoutesAreReadAgain() throws {
+        let eth0 = try index(of: "eth0")
+        let watcher = NetlinkWatcher(logger: Logger(label: "test"))
+        // Each snapshot handed over, and whether the watcher's route cache still held eth0's IPv4 default route
+        // then (the handler runs on the watcher's thread, between its reads of the kernel).
+        let seen = Mutex<[(snapshot: NetworkSnapshot, cachedThroughEth0: Bool)]>([])
+        try lab.inNamespace {
+            try watcher.start { [unowned watcher] snapshot in
+                let cached = watcher.routes.map { table in
+                    LibnlObjects.objects(of: table.cache).contains { LibnlObjects.route($0, usesInterface: eth0) }
+                } ?? false
+                seen.withLock { $0.append((snapshot, cached)) }
+            }
+        }
+        defer { watcher.stop() }
+        XCTAssertEqual(seen.withLock { $0.last?.cachedThroughEth0 }, true)
+
+        try lab.ip("link set eth0 down")
+        let isDown = { (entry: (snapshot: NetworkSnapshot, cachedThroughEth0: Bool)) in entry.snapshot.links[eth0]?.flags.contains(.up) == false }
+        try eventually("a snapshot with eth0 down") { seen.withLock { $0.contains(where: isDown) } }
+        let first = try XCTUnwrap(seen.withLock { $0.first(where: isDown) })
+        XCTAssertTrue(first.cachedThroughEth0, "the snapshot went out before eth0's routes were read again")
+        XCTAssertFalse(first.snapshot.defaultRoutes.contains { $0.nexthops.contains { $0.interfaceIndex == eth0 } },
+                       "without the route the kernel flushed")
+        XCTAssertEqual(first.snapshot.defaultRoutes.map(\.metric), [200])
     }
 
     /// The default routes in the table's cache, as "family table dev,dev".
