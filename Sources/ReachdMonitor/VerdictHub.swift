@@ -103,7 +103,8 @@ public final class VerdictHub: Sendable {
         state.withLock { state in
             state.nextObserver += 1
             let added = Observer(id: state.nextObserver, refreshes: refreshes, first: first, call: observer)
-            state.observers.insert(added, at: first ? state.observers.firstIndex { !$0.first } ?? state.observers.endIndex : state.observers.endIndex)
+            let place = first ? state.observers.firstIndex { !$0.first } : nil
+            state.observers.insert(added, at: place ?? state.observers.endIndex)
             if startingWithCurrent, let current = state.tracker.current { observer(current) }
             return ObserverID(value: state.nextObserver)
         }
