@@ -33,13 +33,26 @@ struct LinkLoss: Equatable {
         return both
     }
 
-    /// The default routes as the kernel leaves them: it removes each route whose every next hop goes through
-    /// a lost link (a multipath route with a hop left keeps its dead hop; IPv6's removals come as messages
-    /// too, maybe later than the link's).
-    func survivors(of routes: [Route]) -> [Route] {
-        routes.filter { route in
-            route.nexthops.isEmpty
-                || route.nexthops.contains { !down.contains($0.interfaceIndex) && !goneLinks.contains($0.interfaceIndex) }
+    /// The default routes as the kernel leaves them after the loss, given the links now (`links`); only routes
+    /// with a next hop through a lost link change. A hop through a link that is down or absent is dead.
+    /// - IPv4 (`fib_sync_down_dev`): a route with a hop through a deleted link goes; otherwise a route goes
+    ///   when all its hops are dead. Without a message.
+    /// - IPv6 (`fib6_ifdown`): each hop is a route of its own: a hop through a deleted link goes; a route goes
+    ///   when all its hops are dead. With messages, which may come later than the link's.
+    func survivors(of routes: [Route], links: [Int32: LinkInfo]) -> [Route] {
+        let isDead = { (hop: Nexthop) in links[hop.interfaceIndex].map { !$0.flags.contains(.up) } ?? true }
+        return routes.compactMap { route in
+            guard route.nexthops.contains(where: { down.contains($0.interfaceIndex) || goneLinks.contains($0.interfaceIndex) }) else {
+                return route
+            }
+            var route = route
+            let throughGone = route.nexthops.contains { goneLinks.contains($0.interfaceIndex) }
+            switch route.family {
+            case .ipv4 where throughGone: return nil
+            case .ipv4: break
+            case .ipv6: route.nexthops.removeAll { goneLinks.contains($0.interfaceIndex) }
+            }
+            return route.nexthops.isEmpty || route.nexthops.allSatisfy(isDead) ? nil : route
         }
     }
 }

@@ -39,7 +39,7 @@ extension NetlinkWatcher {
             current.defaultRoutes = LibnlObjects.objects(of: routes.cache).compactMap(LibnlObjects.route)
             routesDirty = false
         }
-        if let unreadLoss { current.defaultRoutes = unreadLoss.survivors(of: current.defaultRoutes) }
+        if let unreadLoss { current.defaultRoutes = unreadLoss.survivors(of: current.defaultRoutes, links: current.links) }
         if dirty.contains(.netconf), let cache = caches[.netconf] {
             var policy = current.linkdownPolicy
             for object in LibnlObjects.objects(of: cache) {

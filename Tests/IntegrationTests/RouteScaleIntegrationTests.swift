@@ -124,6 +124,46 @@ final class RouteScaleIntegrationTests: XCTestCase {
         }
     }
 
+    func testSurvivorsOfADownedLinkAreTheKernelsRoutes() throws {
+        try checkSurvivors(after: "link set eth0 down", eth0Remains: true)
+    }
+
+    func testSurvivorsOfADeletedLinkAreTheKernelsRoutes() throws {
+        try checkSurvivors(after: "link del eth0", eth0Remains: false)
+    }
+
+    /// The default routes `LinkLoss.survivors` keeps after `change` to eth0 are the kernel's, for single and
+    /// multipath routes of both families.
+    private func checkSurvivors(after change: String, eth0Remains: Bool) throws {
+        try lab.ip("route add default via 192.0.2.1 dev eth0 table 10")
+        try lab.ip("route add default table 11 nexthop via 192.0.2.1 dev eth0 nexthop via 203.0.113.1 dev wwan0")
+        try lab.ip("-6 route add default dev eth0 table 13")
+        try lab.ip("addr add 2001:db8:1::2/64 dev eth0 nodad")
+        try lab.ip("addr add 2001:db8:2::2/64 dev wwan0 nodad")
+        try lab.ip("-6 route add default table 14 nexthop via 2001:db8:1::1 dev eth0 nexthop via 2001:db8:2::1 dev wwan0")
+        let names = try linkNames()
+        let eth0 = try index(of: "eth0")
+        try lab.inNamespace {
+            let socket = try NetlinkWatcher.openDumpSocket()
+            defer { nl_socket_free(socket) }
+            let table = try DefaultRouteTable(receiveBufferSize: 1 << 20)
+            try table.refill(using: socket)
+            let routes = LibnlObjects.objects(of: table.cache).compactMap(LibnlObjects.route)
+            let before = Dictionary(uniqueKeysWithValues: names.map { ($0.key, LinkInfo(index: $0.key, name: $0.value, flags: [.up])) })
+            var after = before
+            after[eth0] = eth0Remains ? LinkInfo(index: eth0, name: "eth0", flags: []) : nil
+            try lab.ip(change)
+            let loss = try XCTUnwrap(LinkLoss(from: before, to: after))
+            let kept = Set(loss.survivors(of: routes, links: after).map { route in
+                "\(route.family == .ipv4 ? 4 : 6) \(route.table) " + route.nexthops.map { names[$0.interfaceIndex] ?? "?" }.sorted().joined(separator: ",")
+            })
+            try eventually("the kernel's IPv6 routes to settle", detail: "kernel \((try? kernelDefaults()) ?? []), survivors \(kept)") {
+                try kernelDefaults() == kept
+            }
+            XCTAssertEqual(try kernelDefaults(), kept)
+        }
+    }
+
     func testADownedLinksSnapshotGoesOutBeforeItsRoutesAreReadAgain() throws {
         let eth0 = try index(of: "eth0")
         let watcher = NetlinkWatcher(logger: Logger(label: "test"))

@@ -36,22 +36,31 @@ final class LinkLossTests: XCTestCase {
         XCTAssertEqual(first.merged(with: nil), first)
     }
 
-    func testSurvivorsAreTheRoutesWithAHopLeft() throws {
+    func testSurvivorsAreWhatTheKernelLeavesOfEachFamily() throws {
+        // 1 went down, 2 is gone, 3 is up, 4 was down already (not lost now).
+        let now: [Int32: LinkInfo] = [1: link(1, up: false), 3: link(3, up: true), 4: link(4, up: false)]
         let loss = try XCTUnwrap(LinkLoss(
-            from: [1: link(1, up: true), 2: link(2, up: true), 3: link(3, up: true)],
-            to: [1: link(1, up: false), 3: link(3, up: true)]
+            from: [1: link(1, up: true), 2: link(2, up: true), 3: link(3, up: true), 4: link(4, up: false)],
+            to: now
         ))
         let routes = [
             route(.ipv4, through: [1]),
             route(.ipv6, through: [1]),
             route(.ipv4, table: 10, through: [2]),
             route(.ipv4, table: 11, through: [1, 3]),
-            route(.ipv4, table: 12, through: [1, 2]),
+            route(.ipv4, table: 12, through: [2, 3]),
+            route(.ipv6, table: 13, through: [2, 3]),
+            route(.ipv6, table: 14, through: [1, 3]),
+            route(.ipv4, table: 15, through: [1, 4]),
+            route(.ipv4, table: 16, through: [4]),
             route(.ipv4, through: [3]),
             Route(family: .ipv4, type: .unreachable),
         ]
-        XCTAssertEqual(loss.survivors(of: routes), [
-            route(.ipv4, table: 11, through: [1, 3]),
+        XCTAssertEqual(loss.survivors(of: routes, links: now), [
+            route(.ipv4, table: 11, through: [1, 3]), // a live hop keeps the route, with its dead one
+            route(.ipv6, table: 13, through: [3]), // IPv6: only the deleted link's hop goes
+            route(.ipv6, table: 14, through: [1, 3]),
+            route(.ipv4, table: 16, through: [4]), // no hop through a lost link: as it was
             route(.ipv4, through: [3]),
             Route(family: .ipv4, type: .unreachable),
         ])
