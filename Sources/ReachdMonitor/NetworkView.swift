@@ -68,7 +68,8 @@ public final class NetworkView: Sendable {
         watcher = NetlinkWatcher(sysfsRoot: options.sysfsRoot, receiveBufferSize: options.receiveBufferSize, logger: logger)
         self.metrics = metrics
         if let metrics {
-            _ = hub.addObserver { metrics.verdictChanged($0) }
+            // First, as the subscribers' fan-out: a client that saw the event reads the same verdict in a scrape.
+            _ = hub.addObserver(first: true) { metrics.verdictChanged($0) }
             hosts.setRejudgedObserver { metrics.hostsRejudged(in: $0) }
         }
     }

@@ -27,8 +27,8 @@ public final class VerdictHub: Sendable {
         var snapshot = NetworkSnapshot()
         var connectivity = Connectivity.unknown
         var tracker = VerdictTracker()
-        /// In the order they were added, which is the order they are told (reachd's socket first: it
-        /// subscribes before the D-Bus service, the connectivity check and systemd's status line).
+        /// The order they are told: those added with `first` (the metrics, then the subscribers' fan-out), then
+        /// the others (the D-Bus service, the followers, systemd's status line), each group in the order added.
         var observers: [Observer] = []
         var nextObserver = 0
 
