@@ -159,12 +159,17 @@ final class InternetVerdictIntegrationTests: XCTestCase {
 
         // reachd publishes before it reads eth0's routes again: the verdict must already be the one without
         // the routes the kernel removed, not "eth0 is down" followed by a second event.
+        let before = client.events.count
         try lab.ip("link set eth0 down")
         let down = try client.waitFor("eth0 down") { !$0.reachable }
+        XCTAssertEqual(client.events.count, before + 1, "one event for the change")
         XCTAssertEqual(down.verdict.ipv4.reason, "no IPv4 default route")
         XCTAssertEqual(down.verdict.ipv6.reason, "no IPv6 default route")
-        // A sleep that proves nothing more came: the routes read again after the event matched it.
-        XCTAssertEqual(try client.drain(for: 0.5).map(\.verdict.reason), [])
+        // The next change's event is the next one: nothing came between (the routes read again matched).
+        try lab.addUplink("wlan0", "198.51.100", metric: 200)
+        let next = try client.waitFor("wlan0") { $0.status == .wifi }
+        XCTAssertEqual(next.sequence, down.sequence + 1)
+        XCTAssertEqual(client.events.count, before + 2)
     }
 
     func testIPv6OnlyDefaultRoute() throws {
