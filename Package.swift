@@ -269,7 +269,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "CNetlink", "ReachdTransferModel", "ReachdTransferClient",
-                           "ReachdTransferProtocol", "Reachability", "ReachabilityTransfers", "ReachdTestSupport"]
+                           "ReachdTransferProtocol", "Reachability", "ReachabilityTransfers", "ReachdTestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
     ]
 )
