@@ -94,8 +94,8 @@ public final class VerdictHub: Sendable {
     /// Calls `observer` with every published change. `startingWithCurrent`: first with the current verdict (if
     /// any), taken and registered under one lock, so that no change comes before it or goes missing.
     /// `refreshes`: also with every refresh of the portal's counters (same sequence). `first`: called before the
-    /// observers added without it (the subscribers' fan-out, which no bookkeeping should hold up); otherwise
-    /// observers are called in the order they were added.
+    /// observers added without it (the metrics, a few gauges, and the subscribers' fan-out, which D-Bus, the
+    /// followers and systemd's status line should not hold up); otherwise observers are called in the order added.
     public func addObserver(
         startingWithCurrent: Bool = false, refreshes: Bool = false, first: Bool = false,
         _ observer: @escaping @Sendable (StampedVerdict) -> Void

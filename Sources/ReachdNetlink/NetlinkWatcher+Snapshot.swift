@@ -30,7 +30,8 @@ extension NetlinkWatcher {
             if sysfsFacts.keys.contains(where: { current.links[$0] == nil }) {
                 sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
             }
-            if let loss = LinkLoss(from: before, to: current.links) { unreadLoss = loss.merged(with: unreadLoss) }
+            if let loss = LinkLoss(from: before, to: current.links, seenDown: linksSeenDown) { unreadLoss = loss.merged(with: unreadLoss) }
+            linksSeenDown.removeAll(keepingCapacity: true)
         }
         if dirty.contains(.address), let cache = caches[.address] {
             current.addresses = LibnlObjects.objects(of: cache).compactMap(LibnlObjects.interfaceAddress)

@@ -57,6 +57,9 @@ public final class NetlinkWatcher: @unchecked Sendable {
     var routesDirty = false
     /// Links that went down or away since the default routes were last read through them.
     var unreadLoss: LinkLoss?
+    /// Links a message since the last rebuild said were down or deleted, even if a later one brought them back
+    /// (a quick down and up in one batch: the kernel flushed their IPv4 routes all the same).
+    var linksSeenDown: Set<Int32> = []
     /// The bell says routes other than the default ones changed: `routeGeneration` is to be bumped.
     var otherRoutesChanged = false
     var current = NetworkSnapshot()
@@ -345,6 +348,15 @@ public final class NetlinkWatcher: @unchecked Sendable {
 /// left the view stale under rapid carrier flaps. The cache itself is always updated; we rebuild from it.
 private let netlinkMessageCallback: nl_recvmsg_msg_cb_t = { message, context in
     guard let message, let context, let header = nlmsg_hdr(message) else { return Int32(NL_OK.rawValue) }
-    Unmanaged<NetlinkWatcher>.fromOpaque(context).takeUnretainedValue().noteMessage(type: header.pointee.nlmsg_type)
+    let watcher = Unmanaged<NetlinkWatcher>.fromOpaque(context).takeUnretainedValue()
+    let type = header.pointee.nlmsg_type
+    watcher.noteMessage(type: type)
+    if Int32(type) == Int32(RTM_NEWLINK) || Int32(type) == Int32(RTM_DELLINK),
+       Int(nlmsg_datalen(header)) >= MemoryLayout<ifinfomsg>.size,
+       let payload = nlmsg_data(header) {
+        let link = payload.loadUnaligned(as: ifinfomsg.self)
+        let lost = Int32(type) == Int32(RTM_DELLINK) || link.ifi_flags & UInt32(IFF_UP.rawValue) == 0
+        if link.ifi_family == UInt8(AF_UNSPEC), lost { watcher.linksSeenDown.insert(link.ifi_index) }
+    }
     return Int32(NL_OK.rawValue)
 }

@@ -164,6 +164,40 @@ final class RouteScaleIntegrationTests: XCTestCase {
         }
     }
 
+    func testALinkDownAndUpInOneBatchStillLosesItsRoutes() throws {
+        let eth0 = try index(of: "eth0")
+        let watcher = NetlinkWatcher(logger: Logger(label: "test"))
+        let latest = Mutex<NetworkSnapshot?>(nil), holding = Mutex(false)
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        try lab.inNamespace {
+            try watcher.start { snapshot in
+                latest.withLock { $0 = snapshot }
+                // Holding the watcher's thread here makes the kernel's next messages wait in its socket, read
+                // together in one batch once released.
+                if holding.withLock({ $0 }) {
+                    holding.withLock { $0 = false }
+                    held.signal()
+                    release.wait()
+                }
+            }
+        }
+        defer { watcher.stop() }
+        holding.withLock { $0 = true }
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 metric 50")
+        XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
+        try lab.ip("link set eth0 down")
+        try lab.ip("link set eth0 up")
+        release.signal()
+        // eth0 is up in both snapshots, but its down in between flushed its IPv4 default route.
+        try eventually("eth0's route gone from the snapshot", detail: "\(String(describing: latest.withLock { $0?.defaultRoutes }))") {
+            latest.withLock { snapshot in
+                snapshot?.links[eth0]?.flags.contains(.up) == true
+                    && snapshot?.defaultRoutes.contains { $0.nexthops.contains { $0.interfaceIndex == eth0 } } == false
+            }
+        }
+        XCTAssertFalse(try kernelDefaults().contains { $0.hasSuffix(" eth0") })
+    }
+
     func testADownedLinksSnapshotGoesOutBeforeItsRoutesAreReadAgain() throws {
         let eth0 = try index(of: "eth0")
         let watcher = NetlinkWatcher(logger: Logger(label: "test"))

@@ -27,6 +27,15 @@ final class LinkLossTests: XCTestCase {
         XCTAssertTrue(loss.gone)
     }
 
+    func testALinkSeenDownInBetweenIsLostThoughUpAgain() throws {
+        let up = [1: link(1, up: true), 2: link(2, up: true)] as [Int32: LinkInfo]
+        let loss = try XCTUnwrap(LinkLoss(from: up, to: up, seenDown: [1]))
+        XCTAssertEqual(loss.down, [1])
+        XCTAssertEqual(loss.survivors(of: [route(.ipv4, through: [1]), route(.ipv4, table: 10, through: [1, 2])], links: up),
+                       [route(.ipv4, table: 10, through: [1, 2])])
+        XCTAssertNil(LinkLoss(from: [1: link(1, up: false)], to: [1: link(1, up: false)], seenDown: [1]), "down all along: nothing lost now")
+    }
+
     func testMergedLossKeepsTheLinksOfBoth() throws {
         let first = try XCTUnwrap(LinkLoss(from: [1: link(1, up: true)], to: [1: link(1, up: false)]))
         let second = try XCTUnwrap(LinkLoss(from: [2: link(2, up: true)], to: [:]))
