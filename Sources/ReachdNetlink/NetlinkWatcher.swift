@@ -236,15 +236,26 @@ public final class NetlinkWatcher: @unchecked Sendable {
         caches = [:]
     }
 
-    /// Called by libnl (on the watcher thread, inside `nl_cache_mngr_data_ready`) for every message received.
-    fileprivate func noteMessage(type: UInt16) {
-        switch Int32(type) {
-        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK): dirty.insert(.link)
+    /// Called by libnl (on the watcher thread, inside `nl_cache_mngr_data_ready`) for every message received:
+    /// marks its cache dirty, and notes a link that a message says is down or deleted (`linksSeenDown`).
+    fileprivate func noteMessage(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        switch Int32(header.pointee.nlmsg_type) {
+        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
+            dirty.insert(.link)
+            noteLinkLoss(header)
         case Int32(RTM_NEWADDR), Int32(RTM_DELADDR): dirty.insert(.address)
         case Int32(RTM_NEWNETCONF), Int32(RTM_DELNETCONF): dirty.insert(.netconf)
         case Int32(RTM_NEWRULE), Int32(RTM_DELRULE): dirty.insert(.rule)
         default: break
         }
+    }
+
+    /// A link message (`ifinfomsg`, the link itself: `AF_UNSPEC`) that deletes the link or says it is down.
+    private func noteLinkLoss(_ header: UnsafeMutablePointer<nlmsghdr>) {
+        guard Int(nlmsg_datalen(header)) >= MemoryLayout<ifinfomsg>.size, let payload = nlmsg_data(header) else { return }
+        let link = payload.loadUnaligned(as: ifinfomsg.self)
+        let lost = Int32(header.pointee.nlmsg_type) == Int32(RTM_DELLINK) || link.ifi_flags & UInt32(IFF_UP.rawValue) == 0
+        if link.ifi_family == UInt8(AF_UNSPEC), lost { linksSeenDown.insert(link.ifi_index) }
     }
 
     /// Reads every message waiting on the manager's socket: libnl reads until the non-blocking socket is empty.
@@ -343,20 +354,11 @@ public final class NetlinkWatcher: @unchecked Sendable {
     }
 }
 
-/// Marks the message's cache dirty. libnl's change callbacks are not enough: they fire only when libnl's
-/// object comparison sees a difference, and it ignores some (flag-only changes of a link, for one), which
+/// Marks the message's cache dirty (and notes a lost link). libnl's change callbacks are not enough: they fire
+/// only when libnl's object comparison sees a difference, and it ignores some (flag-only changes of a link, for one), which
 /// left the view stale under rapid carrier flaps. The cache itself is always updated; we rebuild from it.
 private let netlinkMessageCallback: nl_recvmsg_msg_cb_t = { message, context in
     guard let message, let context, let header = nlmsg_hdr(message) else { return Int32(NL_OK.rawValue) }
-    let watcher = Unmanaged<NetlinkWatcher>.fromOpaque(context).takeUnretainedValue()
-    let type = header.pointee.nlmsg_type
-    watcher.noteMessage(type: type)
-    if Int32(type) == Int32(RTM_NEWLINK) || Int32(type) == Int32(RTM_DELLINK),
-       Int(nlmsg_datalen(header)) >= MemoryLayout<ifinfomsg>.size,
-       let payload = nlmsg_data(header) {
-        let link = payload.loadUnaligned(as: ifinfomsg.self)
-        let lost = Int32(type) == Int32(RTM_DELLINK) || link.ifi_flags & UInt32(IFF_UP.rawValue) == 0
-        if link.ifi_family == UInt8(AF_UNSPEC), lost { watcher.linksSeenDown.insert(link.ifi_index) }
-    }
+    Unmanaged<NetlinkWatcher>.fromOpaque(context).takeUnretainedValue().noteMessage(header)
     return Int32(NL_OK.rawValue)
 }
