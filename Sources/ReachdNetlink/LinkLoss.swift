@@ -25,15 +25,6 @@ struct LinkLoss: Equatable {
         if down.isEmpty && goneLinks.isEmpty { return nil }
     }
 
-    /// Both losses: the links of either.
-    func merged(with other: LinkLoss?) -> LinkLoss {
-        guard let other else { return self }
-        var both = self
-        both.down.formUnion(other.down)
-        both.goneLinks.formUnion(other.goneLinks)
-        return both
-    }
-
     /// The default routes as the kernel leaves them after the loss, given the links now (`links`); only routes
     /// with a next hop through a lost link change. A hop through a lost link, or a link that is down or absent,
     /// is dead (a link that went down and came back lost its routes when it went down). Where the kernel does

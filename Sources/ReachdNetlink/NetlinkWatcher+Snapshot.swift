@@ -30,7 +30,7 @@ extension NetlinkWatcher {
             if sysfsFacts.keys.contains(where: { current.links[$0] == nil }) {
                 sysfsFacts = sysfsFacts.filter { current.links[$0.key] != nil }
             }
-            if let loss = LinkLoss(from: before, to: current.links, seenDown: linksSeenDown) { unreadLoss = loss.merged(with: unreadLoss) }
+            unreadLoss = LinkLoss(from: before, to: current.links, seenDown: linksSeenDown)
             linksSeenDown.removeAll(keepingCapacity: true)
         }
         if dirty.contains(.address), let cache = caches[.address] {

@@ -55,7 +55,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     // Read and written by the snapshot rebuild (NetlinkWatcher+Snapshot.swift).
     var dirty: Set<CacheKind> = []
     var routesDirty = false
-    /// Links that went down or away since the default routes were last read through them.
+    /// Links that went down or away in the last rebuild; `publishIfChanged` reads their routes again right after
+    /// (the only rebuild that follows before it is its own, with no link change to see).
     var unreadLoss: LinkLoss?
     /// Links a message since the last rebuild said were down or deleted, even if a later one brought them back
     /// (a quick down and up in one batch: the kernel flushed their IPv4 routes all the same).

@@ -36,15 +36,6 @@ final class LinkLossTests: XCTestCase {
         XCTAssertNil(LinkLoss(from: [1: link(1, up: false)], to: [1: link(1, up: false)], seenDown: [1]), "down all along: nothing lost now")
     }
 
-    func testMergedLossKeepsTheLinksOfBoth() throws {
-        let first = try XCTUnwrap(LinkLoss(from: [1: link(1, up: true)], to: [1: link(1, up: false)]))
-        let second = try XCTUnwrap(LinkLoss(from: [2: link(2, up: true)], to: [:]))
-        let both = second.merged(with: first)
-        XCTAssertEqual(both.down, [1])
-        XCTAssertEqual(both.goneLinks, [2])
-        XCTAssertEqual(first.merged(with: nil), first)
-    }
-
     func testSurvivorsAreWhatTheKernelLeavesOfEachFamily() throws {
         // 1 went down, 2 is gone, 3 is up, 4 was down already (not lost now).
         let now: [Int32: LinkInfo] = [1: link(1, up: false), 3: link(3, up: true), 4: link(4, up: false)]
