@@ -225,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "ReachdTransfersTests",
             dependencies: [
-                "ReachdTransfers", "ReachdTransferModel", "ReachdModel", "ReachdProtocol",
+                "ReachdTransfers", "ReachdTransferModel", "ReachdModel", "ReachdProtocol", "CReachdFiles",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -7,16 +7,20 @@ import Glibc
 #endif
 
 /// Batches on their way to a partial file: at most one write in flight on its file threads, so the network and the
-/// disk work at the same time. Write-back is started every `writeBackBytes` (`sync_file_range`), so that dirty
-/// pages do not pile up. Waits even in a cancelled task (nothing received is dropped).
+/// disk work at the same time. The writes go past the page cache where the file system allows it
+/// (`DirectWriteStage`); write-back is started every `writeBackBytes` (`sync_file_range`), so that the pages written
+/// through the cache do not pile up dirty. Waits even in a cancelled task (nothing received is dropped).
 struct PartialFileWriter {
     let file: PartialFile
-    /// Bytes of the file on disk: every write before the one in flight.
+    /// Bytes of the file on disk: every write before the one in flight, but for the last block's bytes that the
+    /// stage holds until `finish`.
     private(set) var written: Int64
     /// Where the next batch goes.
     private(set) var queuedEnd: Int64
     private var writtenBack: Int64
-    private var inflight: EventLoopFuture<Void>?
+    private let stage = DirectWriteStage()
+    /// The write in flight: where the bytes on disk end when it is done.
+    private var inflight: EventLoopFuture<Int64>?
 
     /// Bytes gathered before a write: small, because what is received but not yet written is fetched
     /// again after a crash.
@@ -33,45 +37,70 @@ struct PartialFileWriter {
 
     /// Waits for the write in flight, then starts writing `buffers`.
     mutating func submit(_ buffers: [ByteBuffer], bytes: Int) async throws(FileError) {
-        try await finish()
-        let at = queuedEnd, end = at + Int64(bytes), file = file
+        try await settle()
+        let at = queuedEnd, end = at + Int64(bytes), stage = stage
         let writeBack = end - writtenBack >= Self.writeBackBytes ? writtenBack : nil
         if writeBack != nil { writtenBack = end }
-        // The closure holds `file`, so its descriptor stays open until the write is done.
-        inflight = file.threads.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
-            try file.withOpenDescriptor { (fd: Int32) throws(FileError) in try Self.write(buffers, to: fd, at: at, writeBackFrom: writeBack) }
+        inflight = onFileThread { (fd: Int32) throws(FileError) in
+            try Self.write(buffers, through: stage, to: fd, at: at, writeBackFrom: writeBack)
         }
         queuedEnd = end
     }
 
-    /// Waits for the write in flight.
+    /// Waits for the write in flight, then writes what the stage holds: every byte submitted is in the file.
     mutating func finish() async throws(FileError) {
+        try await settle()
+        guard written < queuedEnd else { return }
+        let stage = stage
+        inflight = onFileThread { (fd: Int32) throws(FileError) in
+            do throws(SystemCallError) {
+                return try stage.flush(to: fd)
+            } catch {
+                throw FileError("writing the partial file", error)
+            }
+        }
+        try await settle()
+    }
+
+    /// Waits for the write in flight.
+    private mutating func settle() async throws(FileError) {
         guard let pending = inflight else { return }
         inflight = nil
         do {
-            try await pending.get()
+            written = try await pending.get()
         } catch let error as FileError {
             throw error
         } catch {
             throw FileError("writing the partial file: \(error)", errno: nil)
         }
-        written = queuedEnd
     }
 
-    /// Writes a batch with one `pwritev`; what a short write leaves is written buffer by buffer. With
-    /// `writeBackFrom`, starts write-back of the file from there to the batch's end.
-    static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64, writeBackFrom: Int64?) throws(FileError) {
+    /// `body` with the file's descriptor on its file threads. The closure holds `file`, so its descriptor stays open
+    /// until the call is done.
+    private func onFileThread(_ body: @escaping @Sendable (Int32) throws(FileError) -> Int64) -> EventLoopFuture<Int64> {
+        let file = file
+        return file.threads.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
+            try file.withOpenDescriptor(body)
+        }
+    }
+
+    /// Writes a batch through `stage`; with `writeBackFrom`, starts write-back of the file from there to the batch's
+    /// end. Returns where the bytes on disk end.
+    static func write(_ buffers: [ByteBuffer], through stage: DirectWriteStage, to fd: Int32, at offset: Int64,
+                      writeBackFrom: Int64?) throws(FileError) -> Int64 {
+        let end: Int64
         do {
-            try write(buffers, to: fd, at: offset)
+            end = try stage.write(buffers, to: fd, at: offset)
         } catch {
             throw FileError("writing the partial file", error)
         }
-        let at = offset + Int64(buffers.reduce(0) { $0 + $1.readableBytes })
-        if let writeBackFrom { reachd_start_writeback(fd, off_t(writeBackFrom), off_t(at - writeBackFrom)) }
+        if let writeBackFrom, end > writeBackFrom { reachd_start_writeback(fd, off_t(writeBackFrom), off_t(end - writeBackFrom)) }
+        return end
     }
 
-    /// The writes of `write(_:to:at:writeBackFrom:)`, each through `SystemCall` (an interrupted one made again).
-    private static func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64) throws(SystemCallError) {
+    /// Writes a batch through the page cache with one `pwritev`; what a short write leaves is written buffer by
+    /// buffer. Each call goes through `SystemCall` (an interrupted one made again).
+    static func writeThroughCache(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64) throws(SystemCallError) {
         var written = 0
         if buffers.count > 1 {
             var vectors: [iovec] = []
