@@ -10,8 +10,10 @@ import Glibc
 /// CPU) and does not push other files' pages out of it. A direct write needs its memory, length and file offset
 /// aligned to the disk's blocks, so the batches are copied in here and whole blocks go out directly; what fills no
 /// whole block (the head up to the first block boundary, the tail in `flush`) is written through the page cache.
-/// Where the file system takes no direct writes, every write goes through the page cache. One write at a time
-/// uses it (on a file thread): `PartialFileWriter` has at most one in flight.
+/// Where the file system takes no direct writes, every write goes through the page cache. Bytes written through the
+/// cache (the head, an earlier attempt's tail) are made durable (`fdatasync`) before a direct write goes past them:
+/// else a crash could keep the direct writes' new size over blocks never written, and a resume would build on zeros.
+/// One write at a time uses it (on a file thread): `PartialFileWriter` has at most one in flight.
 final class DirectWriteStage: @unchecked Sendable {
     /// The alignment of a direct write's memory, length and offset: the largest logical block of common disks.
     static let blockSize = 4096
@@ -22,6 +24,10 @@ final class DirectWriteStage: @unchecked Sendable {
     /// Bytes at the start of `memory` not yet written, to go at `heldAt` (a block boundary) in the file.
     private var held = 0
     private var heldAt: Int64 = 0
+    /// Where the bytes given to it end: on disk after `flush`.
+    private var end: Int64 = 0
+    /// Bytes may have gone through the page cache (this attempt's head, an earlier attempt's) and not be durable yet.
+    private var cacheMayHoldBytes = true
     /// False once the file system refused a direct write: from then on every write goes through the page cache.
     private var takesDirectWrites = true
 
@@ -33,7 +39,8 @@ final class DirectWriteStage: @unchecked Sendable {
     func write(_ buffers: [ByteBuffer], to fd: Int32, at offset: Int64) throws(SystemCallError) -> Int64 {
         guard takesDirectWrites else {
             try PartialFileWriter.writeThroughCache(buffers, to: fd, at: offset)
-            return offset + Int64(buffers.reduce(0) { $0 + $1.readableBytes })
+            end = offset + Int64(buffers.reduce(0) { $0 + $1.readableBytes })
+            return end
         }
         var position = offset
         for buffer in buffers {
@@ -42,17 +49,18 @@ final class DirectWriteStage: @unchecked Sendable {
             }.get()
         }
         try writeWholeBlocks(to: fd)
+        end = position
         return position - Int64(held)
     }
 
     /// Writes what it holds through the page cache: returns where the bytes on disk end (all that was written).
     func flush(to fd: Int32) throws(SystemCallError) -> Int64 {
         if held > 0 {
-            try Self.writeThroughCache(UnsafeRawBufferPointer(start: memory, count: held), to: fd, at: heldAt)
+            try writeThroughCache(UnsafeRawBufferPointer(start: memory, count: held), to: fd, at: heldAt)
             heldAt += Int64(held)
             held = 0
         }
-        return heldAt
+        return end
     }
 
     /// Copies `bytes` in after what it holds (a head, or everything where direct writes are refused, is written at
@@ -63,7 +71,7 @@ final class DirectWriteStage: @unchecked Sendable {
             let misaligned = Int(position % Int64(Self.blockSize))
             if held == 0, misaligned != 0 || !takesDirectWrites {
                 let count = takesDirectWrites ? min(rest.count, Self.blockSize - misaligned) : rest.count
-                try Self.writeThroughCache(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), to: fd, at: position)
+                try writeThroughCache(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), to: fd, at: position)
                 position += Int64(count)
                 rest = rest.dropFirst(count)
                 continue
@@ -85,9 +93,13 @@ final class DirectWriteStage: @unchecked Sendable {
         guard whole > 0 else { return }
         var done = 0
         do {
+            if cacheMayHoldBytes {
+                try SystemCall.retrying("fdatasync") { fdatasync(fd) }
+                cacheMayHoldBytes = false
+            }
             try SystemCall.retrying("fcntl(O_DIRECT)") { reachd_set_direct(fd, 1) }
             while done < whole {
-                done += try SystemCall.retrying("pwrite(O_DIRECT)") { pwrite(fd, memory + done, whole - done, off_t(heldAt) + off_t(done)) }
+                done += try Self.wroteSome("pwrite(O_DIRECT)", pwrite(fd, memory + done, whole - done, off_t(heldAt) + off_t(done)))
                 // A short direct write leaves an unaligned rest: written through the page cache below.
                 if done % Self.blockSize != 0 { break }
             }
@@ -96,7 +108,7 @@ final class DirectWriteStage: @unchecked Sendable {
         }
         let through = takesDirectWrites ? whole : held
         if done < through {
-            try Self.writeThroughCache(UnsafeRawBufferPointer(start: memory + done, count: through - done), to: fd, at: heldAt + Int64(done))
+            try writeThroughCache(UnsafeRawBufferPointer(start: memory + done, count: through - done), to: fd, at: heldAt + Int64(done))
         }
         held -= through
         heldAt += Int64(through)
@@ -104,11 +116,20 @@ final class DirectWriteStage: @unchecked Sendable {
     }
 
     /// Writes `bytes` at `offset` through the page cache (O_DIRECT cleared first, if it was set).
-    private static func writeThroughCache(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64) throws(SystemCallError) {
+    private func writeThroughCache(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64) throws(SystemCallError) {
         try SystemCall.retrying("fcntl(O_DIRECT)") { reachd_set_direct(fd, 0) }
+        cacheMayHoldBytes = true
         var done = 0
         while done < bytes.count {
-            done += try SystemCall.retrying("pwrite") { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+            done += try Self.wroteSome("pwrite", pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)))
         }
+    }
+
+    /// `written`, the result of a write of at least one byte, once it is not interrupted; a write that took nothing
+    /// (which a file system may answer) is an error (EIO), never a loop without end.
+    static func wroteSome(_ name: @autoclosure () -> String, _ written: @autoclosure () -> Int) throws(SystemCallError) -> Int {
+        let count = try SystemCall.retrying(name(), written)
+        guard count > 0 else { throw SystemCallError(call: name(), errno: Errno(EIO)) }
+        return count
     }
 }

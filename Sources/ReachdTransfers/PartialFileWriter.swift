@@ -116,7 +116,9 @@ struct PartialFileWriter {
             try buffer.withUnsafeReadableBytes { bytes -> Result<Void, SystemCallError> in
                 var done = skip
                 while done < bytes.count {
-                    switch SystemCall.result("pwrite", { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done)) }) {
+                    switch Result(catching: { () throws(SystemCallError) in
+                        try DirectWriteStage.wroteSome("pwrite", pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done)))
+                    }) {
                     case .success(let n): done += n
                     case .failure(let error): return .failure(error)
                     }

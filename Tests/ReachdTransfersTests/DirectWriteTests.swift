@@ -35,13 +35,14 @@ final class DirectWriteTests: XCTestCase {
         (start..<(start + count)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
     }
 
-    /// Writes `batches` (each cut into pieces of at most 64 KiB, as a body's chunks come) from `start`, then finishes.
-    private func write(_ batches: [Int], to file: PartialFile, from start: Int) async throws -> PartialFileWriter {
+    /// Writes `batches` (each cut into pieces of at most `piece` bytes, as a body's chunks come) from `start`, then
+    /// finishes.
+    private func write(_ batches: [Int], to file: PartialFile, from start: Int, piece: Int = 65_536) async throws -> PartialFileWriter {
         var writer = PartialFileWriter(file: file, position: Int64(start))
         var position = start
         for size in batches {
             let bytes = pattern(size, from: position)
-            let pieces = stride(from: 0, to: size, by: 65_536).map { ByteBuffer(bytes: bytes[$0..<min($0 + 65_536, size)]) }
+            let pieces = stride(from: 0, to: size, by: piece).map { ByteBuffer(bytes: bytes[$0..<min($0 + piece, size)]) }
             try await writer.submit(pieces, bytes: size)
             position += size
         }
@@ -57,8 +58,11 @@ final class DirectWriteTests: XCTestCase {
         // Past the stage's memory at once, a whole block, a single byte, a head that ends inside its first block.
         let batches = [5000, DirectWriteStage.capacity + 12_345, 4096, 1, 70_000, 3]
         let second = try await write(batches, to: file, from: 1000)
-        let total = 1000 + batches.reduce(0, +)
-        XCTAssertEqual(second.written, Int64(total))
+        // A piece larger than the stage's memory, and a resume off a block boundary again.
+        let third = try await write([DirectWriteStage.capacity * 2 + 7], to: file, from: Int(second.written), piece: .max)
+        let total = Int(second.written) + DirectWriteStage.capacity * 2 + 7
+        XCTAssertEqual(second.written, Int64(1000 + batches.reduce(0, +)))
+        XCTAssertEqual(third.written, Int64(total))
         let contents = try XCTUnwrap(FileManager.default.contents(atPath: job.partialPath))
         XCTAssertEqual(contents.count, total)
         XCTAssertTrue(Array(contents) == pattern(total, from: 0), "the file differs from what was written")
