@@ -21,11 +21,11 @@ final class DirectWriteStage: @unchecked Sendable {
     static let capacity = 512 << 10
 
     private let memory = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: blockSize)
-    /// Bytes at the start of `memory` not yet written, to go at `heldAt` (a block boundary) in the file.
+    /// Bytes at the start of `memory` not yet written: the last ones given to it, from `heldAt` (a block boundary).
     private var held = 0
-    private var heldAt: Int64 = 0
     /// Where the bytes given to it end: on disk after `flush`.
     private var end: Int64 = 0
+    private var heldAt: Int64 { end - Int64(held) }
     /// Bytes may have gone through the page cache (this attempt's head, an earlier attempt's) and not be durable yet.
     private var cacheMayHoldBytes = true
     /// False once the file system refused a direct write: from then on every write goes through the page cache.
@@ -42,22 +42,20 @@ final class DirectWriteStage: @unchecked Sendable {
             end = offset + Int64(buffers.reduce(0) { $0 + $1.readableBytes })
             return end
         }
-        var position = offset
+        end = offset
         for buffer in buffers {
             try buffer.withUnsafeReadableBytes { bytes in
-                Result { () throws(SystemCallError) in try self.place(bytes, to: fd, at: &position) }
+                Result { () throws(SystemCallError) in try self.place(bytes, to: fd) }
             }.get()
         }
         try writeWholeBlocks(to: fd)
-        end = position
-        return position - Int64(held)
+        return heldAt
     }
 
     /// Writes what it holds through the page cache: returns where the bytes on disk end (all that was written).
     func flush(to fd: Int32) throws(SystemCallError) -> Int64 {
         if held > 0 {
             try writeThroughCache(UnsafeRawBufferPointer(start: memory, count: held), to: fd, at: heldAt)
-            heldAt += Int64(held)
             held = 0
         }
         return end
@@ -65,22 +63,21 @@ final class DirectWriteStage: @unchecked Sendable {
 
     /// Copies `bytes` in after what it holds (a head, or everything where direct writes are refused, is written at
     /// once through the page cache), writing the held blocks whenever the memory is full.
-    private func place(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at position: inout Int64) throws(SystemCallError) {
+    private func place(_ bytes: UnsafeRawBufferPointer, to fd: Int32) throws(SystemCallError) {
         var rest = bytes[...]
         while !rest.isEmpty {
-            let misaligned = Int(position % Int64(Self.blockSize))
+            let misaligned = Int(end % Int64(Self.blockSize))
             if held == 0, misaligned != 0 || !takesDirectWrites {
                 let count = takesDirectWrites ? min(rest.count, Self.blockSize - misaligned) : rest.count
-                try writeThroughCache(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), to: fd, at: position)
-                position += Int64(count)
+                try writeThroughCache(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), to: fd, at: end)
+                end += Int64(count)
                 rest = rest.dropFirst(count)
                 continue
             }
-            if held == 0 { heldAt = position }
             let count = min(rest.count, Self.capacity - held)
             (memory + held).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(count)).baseAddress!, byteCount: count)
             held += count
-            position += Int64(count)
+            end += Int64(count)
             rest = rest.dropFirst(count)
             if held == Self.capacity { try writeWholeBlocks(to: fd) }
         }
@@ -111,7 +108,6 @@ final class DirectWriteStage: @unchecked Sendable {
             try writeThroughCache(UnsafeRawBufferPointer(start: memory + done, count: through - done), to: fd, at: heldAt + Int64(done))
         }
         held -= through
-        heldAt += Int64(through)
         if held > 0 { memory.copyMemory(from: memory + through, byteCount: held) }
     }
 
@@ -119,15 +115,20 @@ final class DirectWriteStage: @unchecked Sendable {
     private func writeThroughCache(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64) throws(SystemCallError) {
         try SystemCall.retrying("fcntl(O_DIRECT)") { reachd_set_direct(fd, 0) }
         cacheMayHoldBytes = true
+        try Self.writeAll(bytes, to: fd, at: offset)
+    }
+
+    /// Writes all of `bytes` at `offset`, in as many `pwrite` calls as it takes.
+    static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: Int64) throws(SystemCallError) {
         var done = 0
         while done < bytes.count {
-            done += try Self.wroteSome("pwrite", pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)))
+            done += try wroteSome("pwrite", pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)))
         }
     }
 
     /// `written`, the result of a write of at least one byte, once it is not interrupted; a write that took nothing
     /// (which a file system may answer) is an error (EIO), never a loop without end.
-    static func wroteSome(_ name: @autoclosure () -> String, _ written: @autoclosure () -> Int) throws(SystemCallError) -> Int {
+    private static func wroteSome(_ name: @autoclosure () -> String, _ written: @autoclosure () -> Int) throws(SystemCallError) -> Int {
         let count = try SystemCall.retrying(name(), written)
         guard count > 0 else { throw SystemCallError(call: name(), errno: Errno(EIO)) }
         return count

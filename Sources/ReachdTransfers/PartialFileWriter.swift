@@ -113,17 +113,10 @@ struct PartialFileWriter {
         for buffer in buffers {
             let skip = min(written, buffer.readableBytes)
             written -= skip
-            try buffer.withUnsafeReadableBytes { bytes -> Result<Void, SystemCallError> in
-                var done = skip
-                while done < bytes.count {
-                    switch Result(catching: { () throws(SystemCallError) in
-                        try DirectWriteStage.wroteSome("pwrite", pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(at) + off_t(done)))
-                    }) {
-                    case .success(let n): done += n
-                    case .failure(let error): return .failure(error)
-                    }
+            try buffer.withUnsafeReadableBytes { bytes in
+                Result { () throws(SystemCallError) in
+                    try DirectWriteStage.writeAll(UnsafeRawBufferPointer(rebasing: bytes[skip...]), to: fd, at: at + Int64(skip))
                 }
-                return .success(())
             }.get()
             at += Int64(buffer.readableBytes)
         }
