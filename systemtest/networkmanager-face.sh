@@ -21,7 +21,10 @@ owner_is() { [ "$(name_owner_pid)" = "$(prop "$1" MainPID)" ]; }
 no_owner() { ! X busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus GetNameOwner s "$NM_NAME"; }
 nm_version() { X busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" Version; }
 face_metered() { X busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" Metered; }
-said() { X journalctl -b -u reachd.service -o cat --no-pager | grep -qF "$1"; }
+# said TEXT: reachd's journal holds TEXT, within 10 s: journald reads what a service logs after the fact, so a
+# line written just before what the test saw (the name taken) may not be in the journal yet.
+said() { wait_until 10 "reachd's journal to say: $1" said_now "$1"; }
+said_now() { X journalctl -b -u reachd.service -o cat --no-pager | grep -qF "$1"; }
 
 # face_reads NM_VALUE: Metered as snapd reads it and as a script does, by user nobody, is NM_VALUE and what
 # reachd's own meteredState maps to.
