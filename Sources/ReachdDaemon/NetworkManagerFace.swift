@@ -31,8 +31,11 @@ public final class NetworkManagerFace: @unchecked Sendable {
     private let connection: BusConnection
     /// Only touched on the bus thread (and by init before it runs): what every reader is served.
     private var state: NetworkManagerFaceState
-    /// Bus thread: the name was given up for NetworkManager (StepBack) and not asked for again yet.
-    var steppedBack = false
+    /// Bus thread: the step-back (numbered by `stepBacks`) the name was given up for and not asked for again
+    /// since; nil while the face asks for the name. Only that step-back's timer may ask again: a newer one replaces it.
+    var pendingStepBack: UInt64?
+    /// Bus thread: how many step-backs there have been.
+    var stepBacks: UInt64 = 0
     /// How long a name given up stays free for NetworkManager to take before the face asks for it again.
     static let stepBackSeconds = 30
 

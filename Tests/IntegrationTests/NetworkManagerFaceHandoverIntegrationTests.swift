@@ -76,6 +76,29 @@ final class NetworkManagerFaceHandoverIntegrationTests: XCTestCase {
         XCTAssertEqual(try situation(), real, "the face reports what NetworkManager reported")
     }
 
+    /// NetworkManager started, stopped and started again, the second start failing: each ExecStartPre= owns the
+    /// face's wait, so the face takes the name back 30 s after the second step-back, not 30 s after the first.
+    func testASecondStepBackReplacesTheFirstsWait() throws {
+        let manager = try XCTUnwrap(manager)
+        let first = Date()
+        _ = try runExecStartPre()
+        try manager.start()
+        try eventually("NetworkManager's own name", detail: manager.log) { version().contains("1.42") && !version().contains("-reachd") }
+        manager.stopManager()
+        try eventually("the face back on the name once NetworkManager quit") { version().contains("-reachd") }
+        // A gap of 5 s between the two step-backs, so that the first one's wait, had it survived, would end well
+        // before the second's: nothing is awaited here, the time itself is the point.
+        let gap = 5 - Date().timeIntervalSince(first)
+        if gap > 0 { usleep(UInt32(gap * 1_000_000)) }
+        let second = Date()
+        _ = try runExecStartPre()
+        try eventually("the face to take the name again", timeout: 90, detail: lab.log) { version().contains("-reachd") }
+        let back = Date().timeIntervalSince(second)
+        print("the face took the name back \(String(format: "%.1f", back)) s after the second step-back")
+        XCTAssertGreaterThanOrEqual(back, Double(30), "the first step-back's wait took the name back")
+        XCTAssertEqual(lab.log.components(separatedBy: "nobody took org.freedesktop.NetworkManager").count - 1, 1, lab.log)
+    }
+
     /// What the manager and eth0's device report that the face maps. Not Metered: NetworkManager's comes from the
     /// profile, the face's from reachd's own sources once NetworkManager is gone. Not DeviceType: the lab's eth0 is
     /// a veth, which NetworkManager reports as such (20), and the face by reachd's kind of it (wired: 1).
