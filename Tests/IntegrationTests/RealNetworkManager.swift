@@ -4,8 +4,10 @@ import XCTest
 
 /// Debian's real NetworkManager for one test, on a private "system" bus, managing the lab's links.
 ///
-/// - The bus: a dbus-daemon of type system listening on `DIR/system_bus_socket`, with a permissive policy;
-///   NetworkManager, nmcli, busctl and reachd find it through `DBUS_SYSTEM_BUS_ADDRESS` (`environment`).
+/// - The bus: a dbus-daemon of type system listening on `DIR/system_bus_socket`, with a permissive policy, or
+///   with `policies` the system bus's own defaults (dbus's system.conf: method calls and names refused unless a
+///   file allows them) and those policy files, read in the order given; NetworkManager, nmcli, busctl and reachd
+///   find it through `DBUS_SYSTEM_BUS_ADDRESS` (`environment`).
 /// - NetworkManager runs in the lab's host network namespace (where reachd and the links are) and in a mount
 ///   namespace of its own: the test's own directories over /run and /var/lib/NetworkManager and a tmpfs over
 ///   /etc/NetworkManager (the machine's state and profiles stay out of it), /sys read-only (so it manages
@@ -57,8 +59,9 @@ final class RealNetworkManager {
         }
     }
 
-    /// Writes NetworkManager's configuration under the lab's directory and starts the private system bus.
-    init(lab: NetLab) throws {
+    /// Writes NetworkManager's configuration under the lab's directory and starts the private system bus: permissive,
+    /// or, with `policies` (paths of policy files), enforcing the system bus's defaults and those files in that order.
+    init(lab: NetLab, policies: [String]? = nil) throws {
         try Self.requireInstalled()
         self.lab = lab
         directory = lab.directory + "/nm"
@@ -99,12 +102,51 @@ final class RealNetworkManager {
               --pid-file=\(directory)/state/NetworkManager.pid
 
             """.write(toFile: directory + "/inner.sh", atomically: true, encoding: .utf8)
-        try startBus()
+        try startBus(policies: policies)
     }
 
     // MARK: - The private system bus
 
-    private func startBus() throws {
+    /// The permissive default: anyone may own any name and call anything.
+    private static let permissivePolicy = """
+          <policy context="default">
+            <allow user="*"/>
+            <allow own="*"/>
+            <allow send_type="method_call"/>
+            <allow send_type="signal"/>
+            <allow send_type="method_return"/>
+            <allow send_type="error"/>
+            <allow receive_type="method_call"/>
+            <allow receive_type="signal"/>
+            <allow receive_type="method_return"/>
+            <allow receive_type="error"/>
+          </policy>
+        """
+
+    /// The system bus's own default context (dbus 1.14's system.conf): names and method calls are holes that a
+    /// service's policy file punches.
+    private static let systemBusPolicy = """
+          <policy context="default">
+            <allow user="*"/>
+            <deny own="*"/>
+            <deny send_type="method_call"/>
+            <allow send_type="signal"/>
+            <allow send_requested_reply="true" send_type="method_return"/>
+            <allow send_requested_reply="true" send_type="error"/>
+            <allow receive_type="method_call"/>
+            <allow receive_type="method_return"/>
+            <allow receive_type="error"/>
+            <allow receive_type="signal"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+            <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+          </policy>
+        """
+
+    private func startBus(policies: [String]?) throws {
+        let policy = policies.map { paths in
+            Self.systemBusPolicy + paths.map { "\n      <include>\($0)</include>" }.joined()
+        } ?? Self.permissivePolicy
         try """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -112,18 +154,7 @@ final class RealNetworkManager {
               <type>system</type>
               <listen>\(busAddress)</listen>
               <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow user="*"/>
-                <allow own="*"/>
-                <allow send_type="method_call"/>
-                <allow send_type="signal"/>
-                <allow send_type="method_return"/>
-                <allow send_type="error"/>
-                <allow receive_type="method_call"/>
-                <allow receive_type="signal"/>
-                <allow receive_type="method_return"/>
-                <allow receive_type="error"/>
-              </policy>
+            \(policy)
             </busconfig>
 
             """.write(toFile: directory + "/system-bus.conf", atomically: true, encoding: .utf8)
