@@ -8,7 +8,9 @@ import ReachdServiceKit
 /// One client connection: frames request lines, answers them, registers subscribers. It tells the connection's
 /// guard when a request starts and is answered, and when the client becomes a subscriber (never idle then).
 /// Host requests wait for name resolution: at most `HostRequestLimits.perConnection` of them at once (the
-/// lines after them wait, in order, and the socket is not read), and at most `perUser` for one uid.
+/// lines after them wait, in order, and the socket is not read), and at most `perUser` for one uid. Replies are
+/// never dropped: while they fill the connection's queue past its high-water mark, the socket is not read either,
+/// and a client that takes none of them for `unreadRepliesSeconds` is closed.
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -29,6 +31,8 @@ final class ClientHandler: ChannelInboundHandler {
     private var isOpen = true
     /// The peer's uid (the kernel's word): whose turn its lookups take, and whose count its requests use.
     private let uid: UInt32
+    /// Root, reachd's own user or a member of its group: its host subscriptions are bounded per connection only.
+    private let privileged: Bool
     private let ledger: HostRequestLedger
     /// Host requests of this connection waiting for their answers: with `perConnection` of them the socket is not read.
     private var pending = PendingRequests(limit: HostRequestLimits.perConnection)
@@ -37,9 +41,15 @@ final class ClientHandler: ChannelInboundHandler {
     private var backlog: [Result<[UInt8], ProtocolError>] = []
     private var backlogStart = 0
     private var context: ChannelHandlerContext?
+    /// The connection's queue is over its high-water mark with replies the client asked for: its socket is not read
+    /// until the queue drains, and the timer closes a client that takes nothing meanwhile.
+    private var repliesUnread: Scheduled<Void>?
+    /// How long a client may leave its queue over the high-water mark before it is closed as not reading.
+    static let unreadRepliesSeconds: Int64 = 15
 
-    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, uid: UInt32 = 0,
+    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, uid: UInt32 = 0, privileged: Bool = true,
          ledger: HostRequestLedger = HostRequestLedger(), metrics: DaemonMetrics? = nil, logger: Logger) {
+        self.privileged = privileged
         self.hub = hub
         self.metrics = metrics
         self.hosts = hosts
@@ -85,10 +95,37 @@ final class ClientHandler: ChannelInboundHandler {
         ledger.release(uid: uid)
         guard isOpen, let context else { return }
         handleBacklog(context: context)
-        if pending.shouldResume(linesHeld: backlog.count - backlogStart) {
-            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
-            context.read()
+        if pending.shouldResume(linesHeld: backlog.count - backlogStart), repliesUnread == nil { readAgain(context) }
+    }
+
+    private func readAgain(_ context: ChannelHandlerContext) {
+        context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        context.read()
+    }
+
+    /// The queue went over its high-water mark with replies: the socket is not read until it drains, and a client
+    /// that takes nothing for `unreadRepliesSeconds` is closed.
+    private func holdReadingForReplies(_ channel: any Channel) {
+        guard repliesUnread == nil else { return }
+        channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        repliesUnread = channel.eventLoop.scheduleTask(in: .seconds(Self.unreadRepliesSeconds)) {
+            bound.value.repliesUnread = nil
+            guard bound.value.isOpen, !channel.isWritable else { return }
+            bound.value.logger.notice("client does not read its replies; closing it")
+            bound.value.metrics?.clientDropped(reason: "replies_unread")
+            channel.close(promise: nil)
         }
+    }
+
+    /// The queue drained below its low-water mark: the socket is read again, unless host requests hold it.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, let held = repliesUnread {
+            held.cancel()
+            repliesUnread = nil
+            if !pending.readingPaused { readAgain(context) }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     private func handle(_ parsed: Result<Request, ProtocolError>, context: ChannelHandlerContext) {
@@ -134,7 +171,15 @@ final class ClientHandler: ChannelInboundHandler {
         if request.op == .subscribe, watchedHosts.count + acceptedHosts + request.hosts.count > Self.maximumWatchedHosts {
             return send(.error(ProtocolError(.badRequest, "at most \(Self.maximumWatchedHosts) host subscriptions per connection", id: request.id)), context: context)
         }
+        if request.op == .subscribe, !privileged, !ledger.watch(uid: uid, count: request.hosts.count) {
+            return send(.error(ProtocolError(
+                .tooManyRequests,
+                "uid \(uid) watches \(ledger.watched(uid: uid)) hosts; \(request.hosts.count) more would pass \(ledger.watchedPerUser), the most one user may watch over all its connections",
+                id: request.id
+            )), context: context)
+        }
         guard ledger.admit(uid: uid) else {
+            if request.op == .subscribe, !privileged { ledger.unwatch(uid: uid, count: request.hosts.count) }
             metrics?.clientDropped(reason: "host_requests")
             return send(.error(ProtocolError(
                 .tooManyRequests,
@@ -173,6 +218,7 @@ final class ClientHandler: ChannelInboundHandler {
         acceptedHosts -= request.hosts.count
         guard isOpen else {
             hosts?.unwatch(request.hosts)
+            if !privileged { ledger.unwatch(uid: uid, count: request.hosts.count) }
             return
         }
         watchedHosts += request.hosts
@@ -191,21 +237,16 @@ final class ClientHandler: ChannelInboundHandler {
         .error(ProtocolError(.badRequest, "no verdict yet: the daemon is starting", id: request.id))
     }
 
-    /// Writes a reply, or drops the client when it has stopped reading what it was sent.
+    /// Writes a reply.
     private func send(_ reply: Reply, context: ChannelHandlerContext) {
         write(reply, to: context.channel)
     }
 
     /// `subscribing`: the targets (registry keys and sequences) whose verdicts a `subscribed` reply carries; the
-    /// connection is subscribed to them as the reply is written, so that their events follow it.
+    /// connection is subscribed to them as the reply is written, so that their events follow it. A reply is written
+    /// whatever the queue holds (the client asked for it); a queue over its high-water mark stops the reading.
     private func write(_ reply: Reply, to channel: any Channel, subscribing targets: [(key: String, sequence: UInt64)] = []) {
         guard isOpen else { return }
-        guard channel.isWritable else {
-            logger.notice("client does not read its replies; closing it")
-            metrics?.clientDropped(reason: "replies_unread")
-            channel.close(promise: nil)
-            return
-        }
         let line = ByteBuffer(bytes: reply.encodedLine())
         if targets.isEmpty {
             // Events to a subscriber go straight to its socket only once nothing of the reply waits in the channel's queue.
@@ -215,14 +256,18 @@ final class ClientHandler: ChannelInboundHandler {
         }
         if case .subscribed = reply { channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil) }
         channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)
+        if !channel.isWritable { holdReadingForReplies(channel) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         isOpen = false
+        repliesUnread?.cancel()
+        repliesUnread = nil
         backlog = []
         backlogStart = 0
         registry.remove(context.channel)
         if !watchedHosts.isEmpty { hosts?.unwatch(watchedHosts) }
+        if !privileged { ledger.unwatch(uid: uid, count: watchedHosts.count) }
         watchedHosts = []
         context.fireChannelInactive()
     }

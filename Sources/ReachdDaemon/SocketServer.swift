@@ -73,7 +73,8 @@ public final class SocketServer: Sendable {
                 limiter.admit(child) { peer in
                     let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
                     try child.pipeline.syncOperations.addHandler(ClientHandler(
-                        hub: hub, hosts: hosts, registry: registry, uid: peer.uid, ledger: ledger, metrics: metrics, logger: logger
+                        hub: hub, hosts: hosts, registry: registry, uid: peer.uid, privileged: peer.isPrivileged(includingGroup: true),
+                        ledger: ledger, metrics: metrics, logger: logger
                     ))
                 }
             }

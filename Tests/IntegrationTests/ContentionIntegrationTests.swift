@@ -123,4 +123,15 @@ final class ContentionIntegrationTests: XCTestCase {
             XCTAssertEqual(try replies.next(timeout: 20), "reply error bad_request")
         }
     }
+
+    /// One user's host subscriptions are bounded over all its connections: 3 connections each asking for 4,096
+    /// (the most one connection may hold) get 8,192 in all, the rest refused with `too_many_requests`.
+    func testOneUsersWatchedHostsAreBoundedOverAllConnections() throws {
+        let replies = try flood(["subscribe", "3", "8", "512", "literal"])
+        var seen: [String: Int] = [:]
+        while seen.values.reduce(0, +) < 24 { seen[try XCTUnwrap(try replies.next(timeout: 60)), default: 0] += 1 }
+        XCTAssertEqual(seen, ["reply subscribed -": 16, "reply error too_many_requests": 8])
+        let internet = try lab.subscribe()
+        XCTAssertEqual(internet.initial.verdict.interface, "eth0", "root is served beside them")
+    }
 }

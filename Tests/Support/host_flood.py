@@ -6,7 +6,9 @@ usage: host_flood.py SOCKET status CONNECTIONS LINES PREFIX
 
 Each of CONNECTIONS connections writes LINES requests at once (every name distinct: PREFIX-C-L-H.slow.test), as
 fast as the daemon takes them, and prints one line per reply it gets: "reply TYPE CODE". It prints "connected"
-once every connection is open, and runs until it is killed.
+once every connection is open, and runs until it is killed. PREFIX "literal" asks for IPv4 literals instead, every
+one distinct (198.18.0.0/15, never contacted: reachd judges a literal by the kernel's route alone), which resolve
+at once.
 """
 import json
 import select
@@ -17,7 +19,11 @@ import threading
 
 def requests(connection, op, lines, hosts, prefix):
     for line in range(lines):
-        names = [f"{prefix}-{connection}-{line}-{host}.slow.test" for host in range(hosts)]
+        if prefix == "literal":
+            first = (connection * lines + line) * hosts
+            names = [f"198.{18 + (i >> 16 & 1)}.{i >> 8 & 255}.{i & 255}" for i in range(first, first + hosts)]
+        else:
+            names = [f"{prefix}-{connection}-{line}-{host}.slow.test" for host in range(hosts)]
         yield (json.dumps({"op": op, "id": line, "hosts": names}) + "\n").encode()
 
 
