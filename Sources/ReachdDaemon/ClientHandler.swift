@@ -217,7 +217,7 @@ final class ClientHandler: ChannelInboundHandler {
     private func finishSubscribe(_ request: Request, verdicts: [StampedVerdict], channel: any Channel) {
         acceptedHosts -= request.hosts.count
         guard isOpen else {
-            hosts?.unwatch(request.hosts)
+            hosts?.unwatch(request.hosts, requester: .user(uid))
             if !privileged { ledger.unwatch(uid: uid, count: request.hosts.count) }
             return
         }
@@ -266,7 +266,7 @@ final class ClientHandler: ChannelInboundHandler {
         backlog = []
         backlogStart = 0
         registry.remove(context.channel)
-        if !watchedHosts.isEmpty { hosts?.unwatch(watchedHosts) }
+        if !watchedHosts.isEmpty { hosts?.unwatch(watchedHosts, requester: .user(uid)) }
         if !privileged { ledger.unwatch(uid: uid, count: watchedHosts.count) }
         watchedHosts = []
         context.fireChannelInactive()

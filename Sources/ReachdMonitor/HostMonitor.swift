@@ -6,10 +6,11 @@ import Synchronization
 
 /// Host targets: resolves names (in each requester's turn, `HostResolver`), asks the kernel for the route to
 /// every address, judges it, and re-judges the watched hosts whenever the network changes, publishing
-/// changes once. A network change re-judges every watched host at once with the addresses it already has (a
-/// route decision never waits for DNS); the names are resolved again behind it.
+/// changes once. A network change re-judges every watched host with the addresses it already has (a route
+/// decision never waits for DNS), off the caller's thread and in slices, requesters in turn (`RejudgeOrder`,
+/// `HostMonitor+Rejudge.swift`); the names are resolved again behind it.
 public final class HostMonitor: Sendable {
-    private struct Entry {
+    struct Entry {
         /// The last resolution, kept while a fresh one is sought.
         var resolution: Resolution?
         /// The resolution epoch it was made in: older than the monitor's, it is resolved again.
@@ -21,8 +22,16 @@ public final class HostMonitor: Sendable {
         func resolution(freshIn epoch: UInt64) -> Resolution? { self.epoch == epoch ? resolution : nil }
     }
 
-    private struct State {
+    struct State {
         var entries: [String: Entry] = [:]
+        /// Per requester, the hosts it watches and how many times: whose turn a host's re-judging takes.
+        var watchedBy: [ResolutionRequester: [String: Int]] = [:]
+        /// Network changes seen; a re-judging pass made for an older one stops at its next slice.
+        var changes: UInt64 = 0
+        /// The change the latest re-judging pass was made for.
+        var rejudgedChange: UInt64 = 0
+        /// A re-judging pass runs (on a thread of its own).
+        var rejudging = false
         var snapshot = NetworkSnapshot()
         /// Bumped when resolutions go stale: the internet verdict changed, or `refreshSeconds` passed.
         var epoch: UInt64 = 1
@@ -31,8 +40,8 @@ public final class HostMonitor: Sendable {
         var rejudged: (@Sendable (Duration) -> Void)?
         /// Resolves the watched names again every `refreshSeconds`, while any are watched.
         var refresher: Task<Void, Never>?
-        /// Passes resolving the watched hosts that have no fresh resolution (`resolveWatchedSoon`).
-        var passes = ResolutionPasses()
+        /// Per requester, its pass resolving the watched hosts that have no fresh resolution (`resolveWatchedSoon`).
+        var passes: [ResolutionRequester: ResolutionPasses] = [:]
         /// Watched hosts whose route lookup went unanswered, judged again by `retrier`.
         var unanswered: Set<String> = []
         var retrier: Task<Void, Never>?
@@ -50,10 +59,10 @@ public final class HostMonitor: Sendable {
     private let resolver: HostResolver
     /// The kernel's route decisions for a batch of addresses (`RouteLookup`; tests give their own).
     private let routes: @Sendable ([IPAddress]) -> [RouteDecision]
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// How the refresh and the retries wait (reachd: its event loops' timers).
     private let sleeper: Sleeper
-    private let logger: Logger
+    let logger: Logger
 
     /// `refreshSeconds`: how often watched names are resolved again (getaddrinfo tells no TTL); 0 = only
     /// after network changes.
@@ -102,6 +111,9 @@ public final class HostMonitor: Sendable {
     /// Starts watching `hosts` for the daemon itself (see `watch(_:requester:)`).
     package func watch(_ hosts: [String]) async -> [StampedVerdict] { await watch(hosts, requester: .daemon) }
 
+    /// Stops one of the daemon's own watches of `hosts`.
+    package func unwatch(_ hosts: [String]) { unwatch(hosts, requester: .daemon) }
+
     /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed.
     package func verdict(for host: String, requester: ResolutionRequester) async -> StampedVerdict {
         let verdict = await resolvedVerdict(of: host, requester: requester)
@@ -111,7 +123,7 @@ public final class HostMonitor: Sendable {
 
     /// Starts watching `hosts` (counted per caller) and returns their current verdicts, in order.
     package func watch(_ hosts: [String], requester: ResolutionRequester) async -> [StampedVerdict] {
-        addWatchers(hosts)
+        addWatchers(hosts, requester: requester)
         var verdicts = [StampedVerdict?](repeating: nil, count: hosts.count)
         await resolveAndJudge(hosts, requester: requester) { index, verdict in verdicts[index] = verdict }
         return verdicts.compactMap { $0 }
@@ -137,7 +149,7 @@ public final class HostMonitor: Sendable {
     /// Starts one caller's watch of `host`, resolving it on the calling thread (blocking), and returns its
     /// current verdict: for callers that cannot wait asynchronously (the library's `startNotifier`).
     package func watchResolvingHere(_ host: String) -> StampedVerdict {
-        addWatchers([host])
+        addWatchers([host], requester: .daemon)
         let epoch = state.withLock { $0.epoch }
         let resolution = SystemResolver.resolve(host)
         store(resolution, of: host, madeIn: epoch)
@@ -145,19 +157,27 @@ public final class HostMonitor: Sendable {
     }
 
     /// Counts one more watcher of each host and starts the periodic refresh if there is one.
-    private func addWatchers(_ hosts: [String]) {
+    private func addWatchers(_ hosts: [String], requester: ResolutionRequester) {
         state.withLock { state in
-            for host in hosts { state.entries[host, default: Entry()].watchers += 1 }
+            for host in hosts {
+                state.entries[host, default: Entry()].watchers += 1
+                state.watchedBy[requester, default: [:]][host, default: 0] += 1
+            }
             if state.refresher == nil, refreshSeconds > 0 {
                 state.refresher = Task { await self.refreshPeriodically() }
             }
         }
     }
 
-    /// Stops one caller's watch of `hosts`.
-    package func unwatch(_ hosts: [String]) {
+    /// Stops one watch of `requester`'s of each of `hosts`.
+    package func unwatch(_ hosts: [String], requester: ResolutionRequester) {
         state.withLock { state in
-            for host in hosts { state.entries[host]?.watchers -= 1 }
+            for host in hosts {
+                state.entries[host]?.watchers -= 1
+                guard let count = state.watchedBy[requester]?[host] else { continue }
+                state.watchedBy[requester]?[host] = count > 1 ? count - 1 : nil
+            }
+            if state.watchedBy[requester]?.isEmpty == true { state.watchedBy[requester] = nil }
             Self.trimCache(&state)
             if !state.entries.values.contains(where: { $0.watchers > 0 }) {
                 state.refresher?.cancel()
@@ -192,46 +212,46 @@ public final class HostMonitor: Sendable {
         }
     }
 
-    /// The network changed: re-judge every watched host at once from the kernel's routes to the addresses it
-    /// has; after a change of the internet verdict the names are resolved again too (another network may
-    /// answer differently), and each host is judged again when its fresh answer comes.
+    /// The network changed: every watched host is judged again from the kernel's routes to the addresses it has,
+    /// off this thread (`rejudgeSoon`), so that the caller (the watcher, which publishes the internet verdict first)
+    /// never waits for it; after a change of the internet verdict the names are resolved again too (another network
+    /// may answer differently), and each host is judged again when its fresh answer comes.
     package func networkChanged(_ snapshot: NetworkSnapshot, internetChanged: Bool) {
-        let (watched, resolveAgain) = state.withLock { state -> ([(String, Resolution)], Bool) in
+        let (startPass, resolveAgain) = state.withLock { state -> (Bool, Bool) in
             state.snapshot = snapshot
             if internetChanged { state.epoch += 1 }
-            var watched: [(String, Resolution)] = []
-            var resolveAgain = false
-            for (host, entry) in state.entries where entry.watchers > 0 {
-                if let resolution = entry.resolution { watched.append((host, resolution)) }
-                if entry.resolution(freshIn: state.epoch) == nil { resolveAgain = true }
-            }
-            return (watched, resolveAgain)
+            let resolveAgain = state.entries.values.contains { $0.watchers > 0 && $0.resolution(freshIn: state.epoch) == nil }
+            state.changes += 1
+            guard !state.rejudging, !state.watchedBy.isEmpty else { return (false, resolveAgain) }
+            state.rejudging = true
+            return (true, resolveAgain)
         }
-        let started = ContinuousClock.now
-        let changed = evaluate(watched).changed
-        if !changed.isEmpty { publish(changed) }
-        if !watched.isEmpty {
-            let took = ContinuousClock.now - started
-            state.withLock { $0.rejudged }?(took)
-            logger.debug("re-judged watched hosts", metadata: [
-                "hosts": "\(watched.count)", "changed": "\(changed.count)", "took": "\(took)",
-            ])
-        }
+        if startPass { rejudgeSoon() }
         if resolveAgain { resolveWatchedSoon() }
     }
 
-    /// Resolves (and judges) the watched hosts that have no fresh resolution, in one pass at a time: changes
-    /// that come during a pass make it run once more, never a task per host per change (a link flapping every
-    /// 150 ms with 1,000 watched hosts once queued 60,000 tasks, 40 MB).
+    /// Resolves (and judges) the watched hosts that have no fresh resolution, each requester's in its own turn of
+    /// the resolver (`HostResolver`), so that one user's names that never answer delay no other user's: per
+    /// requester one pass at a time, and changes that come during it make it run once more, never a task per host
+    /// per change (a link flapping every 150 ms with 1,000 watched hosts once queued 60,000 tasks, 40 MB).
     private func resolveWatchedSoon() {
-        guard state.withLock({ $0.passes.networkChanged() }) else { return }
-        Task {
-            repeat {
-                let pending = state.withLock { state in
-                    state.entries.filter { $0.value.watchers > 0 && $0.value.resolution(freshIn: state.epoch) == nil }.map(\.key)
+        let starting = state.withLock { state in
+            let requesters = Array(state.watchedBy.keys)
+            return requesters.filter { state.passes[$0, default: ResolutionPasses()].networkChanged() }
+        }
+        for requester in starting {
+            Task {
+                repeat {
+                    let pending = state.withLock { state in
+                        (state.watchedBy[requester] ?? [:]).keys.filter { state.entries[$0]?.resolution(freshIn: state.epoch) == nil }
+                    }
+                    await resolveAndJudge(Array(pending), requester: requester) { _, _ in }
+                } while state.withLock { state in
+                    let again = state.passes[requester]?.passEnded() ?? false
+                    if !again { state.passes[requester] = nil }
+                    return again
                 }
-                await resolveAndJudge(pending, requester: .daemon) { _, _ in }
-            } while state.withLock { $0.passes.passEnded() }
+            }
         }
     }
 
@@ -266,7 +286,7 @@ public final class HostMonitor: Sendable {
         }
     }
 
-    private func publish(_ verdicts: [StampedVerdict]) {
+    func publish(_ verdicts: [StampedVerdict]) {
         guard let observer = state.withLock({ $0.observer }) else { return }
         for stamped in verdicts {
             logger.debug("host verdict changed", metadata: [
@@ -298,7 +318,7 @@ public final class HostMonitor: Sendable {
     /// Looks up the routes of all the hosts' addresses in one batch, judges each host and records it.
     /// Returns each host's current verdict, and those that differ from the last one recorded. A host one of
     /// whose lookups went unanswered keeps its last verdict (if it has one) and is asked about again.
-    private func evaluate(_ hosts: [(String, Resolution)]) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
+    func evaluate(_ hosts: [(String, Resolution)]) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
         var addresses: [IPAddress] = []
         var seen: Set<IPAddress> = []
         for case (_, .addresses(let list)) in hosts {

@@ -87,6 +87,25 @@ final class ContentionIntegrationTests: XCTestCase {
         XCTAssertEqual(other.verdict.addresses, [IPAddress("192.0.2.81")!])
     }
 
+    /// Another user watches 200 names that hang in the resolver; after a change of the internet verdict this user's
+    /// watched name is resolved again in this user's own turn. (Before: every user's watched names were resolved
+    /// again in reachd's one queue, two at a time, so this name waited behind the hanging ones: 52 s for 60.)
+    func testOneUsersHangingWatchedNamesDelayNoOtherUsersResolution() throws {
+        let host = try lab.subscribe(host: "victim.test")
+        let before = try queriesSent()
+        _ = try flood(["subscribe", "1", "1", "200", "w"])
+        try eventually("B's lookups reach the name server") { try queriesSent() >= before + 2 }
+        // victim.test moves. Written in place: the namespace's hosts file is a bind mount of this very file.
+        try "127.0.0.1 localhost\n192.0.2.99 victim.test\n192.0.2.81 other.test\n"
+            .write(toFile: "/etc/netns/\(lab.host)/hosts", atomically: false, encoding: .utf8)
+        let changed = Date()
+        try lab.ip("route del default via 10.1.0.1 dev eth0")
+        // Generous for a loaded machine, and far below what B's lookups would take in one queue with this name.
+        let moved = try host.waitFor("victim.test at its new address", timeout: 20) { $0.addresses == [IPAddress("192.0.2.99")!] }
+        XCTAssertEqual(moved.verdict.interface, "wwan0")
+        print("victim.test's new address came \(Int(Date().timeIntervalSince(changed) * 1000)) ms after the route change")
+    }
+
     /// One connection sends 60,000 host requests for distinct hanging names: reachd takes 16 at a time (the
     /// rest stay unread), so it does not grow; past 64 waiting requests of one user, more are refused at once.
     func testOneUsersFloodOfHangingNamesIsBounded() throws {

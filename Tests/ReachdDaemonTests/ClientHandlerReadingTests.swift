@@ -161,8 +161,11 @@ final class ClientHandlerReadingTests: XCTestCase {
         XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
         gate.openUp()
         XCTAssertTrue(eventually { hosts.currentVerdicts(of: ["h.test"])["h.test"] != nil }, "the watch answered")
+        let answered = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"])["h.test"])
         routed.withLockedValue { $0 = true }
+        // The hosts are judged again on a thread of the monitor's own.
         hosts.networkChanged(wired, internetChanged: false)
+        XCTAssertTrue(eventually { (hosts.currentVerdicts(of: ["h.test"])["h.test"]?.sequence ?? 0) > answered.sequence }, "judged again")
         let changed = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"])["h.test"])
         release.signal()
 

@@ -60,4 +60,35 @@ final class HostMonitorTests: XCTestCase {
         hosts.stop()
         await resolver.shutdown()
     }
+
+    /// A network change returns at once: the hosts are judged again on another thread (the watcher publishes the
+    /// internet verdict first and goes on), in slices, the user who watches fewest first: another user's 1,000 hosts
+    /// do not hold back this user's one.
+    func testANetworkChangeJudgesTheHostsElsewhereUsersInTurn() async throws {
+        let refusal = Mutex(ENETUNREACH)
+        let lookupThreads = Mutex<Set<UInt>>([])
+        let resolver = HostResolver(threads: 1) { name in .addresses([IPAddress(name)!]) }
+        let hosts = HostMonitor(judge: Configuration().hostJudge, refreshSeconds: 0, resolver: resolver, logger: Logger(label: "test")) { addresses in
+            lookupThreads.withLock { _ = $0.insert(UInt(pthread_self())) }
+            let errno = refusal.withLock { $0 }
+            return addresses.map { _ in .refused(errno: errno) }
+        }
+        let many = (0..<1000).map { "10.0.\($0 / 250).\($0 % 250 + 1)" }
+        _ = await hosts.watch(many, requester: .user(1000))
+        _ = await hosts.watch(["192.0.2.9"], requester: .user(1001))
+        let batches = Mutex<[[String]]>([])
+        hosts.setObserver { published in batches.withLock { $0.append(published.map(\.verdict.target)) } }
+        refusal.withLock { $0 = EACCES }
+        lookupThreads.withLock { $0 = [] }
+        let caller = UInt(pthread_self())
+        hosts.networkChanged(NetworkSnapshot(), internetChanged: false)
+        for _ in 0..<3000 where batches.withLock({ $0.joined().count }) < 1001 { try await Task.sleep(for: .milliseconds(10)) }
+        let published = batches.withLock { $0 }
+        XCTAssertEqual(published.joined().count, 1001, "every host changed once")
+        XCTAssertEqual(published.first, ["192.0.2.9"], "the user with one host is judged first")
+        XCTAssertEqual(published.count, 1 + 1000 / RejudgeOrder.sliceSize + 1, "a batch per slice")
+        XCTAssertFalse(lookupThreads.withLock { $0 }.contains(caller), "judged on the caller's thread")
+        hosts.stop()
+        await resolver.shutdown()
+    }
 }

@@ -1,0 +1,58 @@
+import ReachdModel
+import ReachdSystem
+
+/// Judging the watched hosts again after a network change, off the thread that reported it: the watcher publishes
+/// the internet verdict and goes back to the kernel's messages at once, whatever number of hosts is watched. A
+/// pass judges the hosts in `RejudgeOrder`'s slices (each one batch of route lookups, its changes published as soon
+/// as it is judged), requesters in turn, so that one user's many hosts hold another user's few back by at most a
+/// slice; a change that comes during a pass ends it at its next slice, and a new pass starts from the newest
+/// snapshot.
+extension HostMonitor {
+    /// Starts the passes on a thread of their own (the calling thread when none can be had).
+    func rejudgeSoon() {
+        do {
+            try DetachedThread.start { self.rejudgeUntilCurrent() }
+        } catch {
+            logger.warning("no thread to judge the watched hosts on (\(error)); judging them here")
+            rejudgeUntilCurrent()
+        }
+    }
+
+    /// Runs passes until one was made for the latest change.
+    private func rejudgeUntilCurrent() {
+        while let (change, slices) = nextPass() {
+            let started = ContinuousClock.now
+            var judged = 0, changed = 0
+            for slice in slices {
+                guard state.withLock({ $0.changes }) == change else { break }
+                let published = evaluate(slice).changed
+                if !published.isEmpty { publish(published) }
+                judged += slice.count
+                changed += published.count
+            }
+            let took = ContinuousClock.now - started
+            guard judged == slices.reduce(0, { $0 + $1.count }) else {
+                logger.debug("re-judging cut short by a newer change", metadata: ["judged": "\(judged)", "took": "\(took)"])
+                continue
+            }
+            state.withLock { $0.rejudged }?(took)
+            logger.debug("re-judged watched hosts", metadata: ["hosts": "\(judged)", "changed": "\(changed)", "took": "\(took)"])
+        }
+    }
+
+    /// The next pass's change and slices (each host with the addresses it has), or nil (and no pass runs any more)
+    /// when the last pass was made for the latest change.
+    private func nextPass() -> (UInt64, [[(String, Resolution)]])? {
+        state.withLock { state in
+            guard state.rejudgedChange != state.changes, !state.watchedBy.isEmpty else {
+                state.rejudging = false
+                return nil
+            }
+            state.rejudgedChange = state.changes
+            let slices = RejudgeOrder.slices(of: state.watchedBy).map { slice in
+                slice.compactMap { host in state.entries[host]?.resolution.map { (host, $0) } }
+            }
+            return (state.changes, slices.filter { !$0.isEmpty })
+        }
+    }
+}
