@@ -48,7 +48,9 @@ public final class SocketServer: Sendable {
         self.limits = limits
         self.logger = logger
         var registries: [ObjectIdentifier: SubscriberRegistry] = [:]
-        let tally = SubscriberTally()
+        let tally = SubscriberTally { reason in
+            logger.warning("events go to subscribers through the event loops' queues, not straight to their sockets: \(reason)")
+        }
         for loop in group.makeIterator() {
             registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop, metrics: metrics, tally: tally) { client in
                 logger.notice("subscriber \(client) is not reading its events; dropped it")

@@ -102,7 +102,7 @@ final class SubscriberRegistry: @unchecked Sendable {
         if isNew {
             metrics?.subscribers.add(1, ordering: .relaxed)
             tally.count.add(1, ordering: .relaxed)
-            SubscriberSocket.descriptor(of: channel) { [self] fd in
+            SubscriberSocket.descriptor(of: channel, found: { [self] fd in
                 table.withLock { table in
                     guard let position = table.positions[id], table.subscribers[position] === subscriber else { return }
                     subscriber.loopDescriptor = fd
@@ -110,7 +110,7 @@ final class SubscriberRegistry: @unchecked Sendable {
                     guard let own = SubscriberSocket.duplicate(fd) else { return tally.releaseOwnDescriptor() }
                     subscriber.ownDescriptor = own
                 }
-            }
+            }, missed: tally.directWritesMissed)
         }
         writePending(subscriber)
     }
@@ -214,6 +214,19 @@ final class SubscriberRegistry: @unchecked Sendable {
 final class SubscriberTally: Sendable {
     let count = Atomic<Int>(0)
     private let ownDescriptors = Atomic<Int>(0)
+    private let directWritesSaid = Atomic<Bool>(false)
+    /// Told, once, why a subscriber's socket could not be written directly (events then go through NIO's queue).
+    private let directWritesOff: @Sendable (String) -> Void
+
+    init(directWritesOff: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.directWritesOff = directWritesOff
+    }
+
+    /// A subscriber's socket cannot be written directly: the first time, says why.
+    func directWritesMissed(_ reason: String) {
+        guard !directWritesSaid.exchange(true, ordering: .relaxed) else { return }
+        directWritesOff(reason)
+    }
 
     /// Descriptors of the registries' own, at most: each is one more open file, and the daemon's connections may
     /// take most of its limit (LimitNOFILE=4096 beside 2,176 connections).

@@ -13,12 +13,16 @@ enum SubscriberSocket {
     /// The descriptor under `channel`, or nil where it cannot be proven (then the channel's queue is used).
     /// NIO does not expose it: its description names it (`fd=N`), and the socket's cookie (`SO_COOKIE`, unique
     /// per socket in the system) as read through the channel and through that descriptor proves it.
-    /// `found` is called on the channel's loop, at once when the channel's socket option is answered at once.
-    static func descriptor(of channel: any Channel, found: @escaping (Int32) -> Void) {
-        guard let provider = channel as? any SocketOptionProvider, let fd = describedDescriptor(channel) else { return }
+    /// `found` is called on the channel's loop, at once when the channel's socket option is answered at once;
+    /// `missed`, with the reason, when a live channel's description names no descriptor or one of another socket
+    /// (a NIO release that words its description otherwise), so that the lost fast path is said.
+    static func descriptor(of channel: any Channel, found: @escaping (Int32) -> Void, missed: @escaping (String) -> Void = { _ in }) {
+        guard let provider = channel as? any SocketOptionProvider else { return missed("the channel gives no socket options") }
+        guard let fd = describedDescriptor(channel) else { return missed("NIO's channel description names no descriptor (fd=N)") }
         let cookie: EventLoopFuture<UInt64> = provider.unsafeGetSocketOption(level: .socket, name: .init(rawValue: socketCookie))
         cookie.assumeIsolated().whenSuccess { cookie in
-            guard channel.isActive, Self.cookie(of: fd) == cookie else { return }
+            guard channel.isActive else { return }
+            guard Self.cookie(of: fd) == cookie else { return missed("the descriptor NIO's description names is another socket") }
             found(fd)
         }
     }

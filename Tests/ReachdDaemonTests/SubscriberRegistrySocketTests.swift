@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import ReachdTestSupport
 import XCTest
@@ -225,5 +226,21 @@ final class SubscriberRegistrySocketTests: XCTestCase {
             XCTAssertEqual(published.wait(timeout: .now() + 30), .success)
         }.wait()
         XCTAssertEqual(Self.lines(from: client, count: 2).map { String($0.prefix { $0 != " " }) }, ["reply", "2"])
+    }
+}
+
+final class SubscriberSocketTests: XCTestCase {
+    /// A channel whose descriptor cannot be proven says so (the registry logs it once): the fast path is never
+    /// lost without a sign.
+    func testAChannelWithoutAProvenDescriptorIsSaid() {
+        var found: Int32?, missed: String?
+        SubscriberSocket.descriptor(of: EmbeddedChannel(), found: { found = $0 }, missed: { missed = $0 })
+        XCTAssertNil(found)
+        XCTAssertNotNil(missed)
+        let said = NIOLockedValueBox<[String]>([])
+        let tally = SubscriberTally { reason in said.withLockedValue { $0.append(reason) } }
+        tally.directWritesMissed("first")
+        tally.directWritesMissed("second")
+        XCTAssertEqual(said.withLockedValue { $0 }, ["first"], "said once")
     }
 }
