@@ -7,8 +7,11 @@ Attackers run as uid 65534 (nobody); the victim's requests as root. Prints one l
   mixed     malformed lines, a 10 MiB line, 1,000 connect/close cycles, 200 slowloris, 50 subscribers to 200
             hosts each that never read, while the link flaps every 150 ms: RSS before, peak, 3 s after.
   metrics   nobody holds N idle TCP connections to the metrics endpoint: does a scrape get through?
+  watched   nobody watches as many IPv4 literals as one user may (N connections of 4,096, reading every reply and
+            event) while the default route switches between eth0 and wwan0: root's internet and host events after
+            each switch, RSS idle, subscribed and after the switches.
 Sends nothing beyond Unix sockets and loopback."""
-import argparse, json, os, resource, signal, socket, subprocess, sys, time
+import argparse, json, os, resource, select, signal, socket, subprocess, sys, time
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -161,20 +164,112 @@ def mixed(args, pid, path):
     base = rss_kb(pid)
     parts = {"subscribers": subscribers, "readers": readers, "slowloris": slowloris, "garbage": garbage}
     attackers = [as_nobody(parts[name]) for name in args.parts.split(",") if name in parts]
-    peak, end, down = base, time.monotonic() + args.seconds, True
+    # Root's subscriber reads every event: each flap moves the internet verdict between eth0 and wwan0.
+    good = unix(path)
+    good.sendall(b'{"op":"subscribe"}\n')
+    good_lines, good_buffer = read_lines(good)
+    sequences = [good_lines[0]["verdict"]["sequence"]]
+    peak, end, down, flaps = base, time.monotonic() + args.seconds, True, 0
     next_flap = time.monotonic()
     while time.monotonic() < end:
         if "flap" in args.parts and time.monotonic() >= next_flap:
             subprocess.run(["ip", "link", "set", args.flap, "down" if down else "up"], check=True)
-            down, next_flap = not down, next_flap + 0.15
+            down, next_flap, flaps = not down, next_flap + 0.15, flaps + 1
         peak = max(peak, rss_kb(pid))
         time.sleep(0.02)
-    subprocess.run(["ip", "link", "set", args.flap, "up"], check=True)
+    if not down:
+        subprocess.run(["ip", "link", "set", args.flap, "up"], check=True)
+        flaps += 1
+    # The events of the last flaps: each within 5 s, or counted missing.
+    good.settimeout(5)
+    try:
+        while len(sequences) <= flaps:
+            lines, good_buffer = read_lines(good, good_buffer)
+            sequences += [line["verdict"]["sequence"] for line in lines if line.get("type") == "event"]
+    except (OSError, EOFError):
+        pass
+    in_order = all(b == a + 1 for a, b in zip(sequences, sequences[1:]))
     for attacker in attackers:
         os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
     time.sleep(3)
     print(f"mixed ({args.parts}): RSS {base / 1024:.1f} MB before, peak {peak / 1024:.1f} MB (+{(peak - base) / 1024:.1f}), "
-          f"{rss_kb(pid) / 1024:.1f} MB 3 s after the clients left (+{(rss_kb(pid) - base) / 1024:.1f})", flush=True)
+          f"{rss_kb(pid) / 1024:.1f} MB 3 s after the clients left (+{(rss_kb(pid) - base) / 1024:.1f}); "
+          f"a reading subscriber got {len(sequences) - 1} events for {flaps} flaps, "
+          f"{'each sequence one more than the last' if in_order else 'sequences with gaps: ' + str(sequences)}", flush=True)
+
+
+def read_lines(sock, buffer=b""):
+    """Blocks until at least one whole line came; returns the lines and what is left."""
+    while b"\n" not in buffer:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError("reachd closed the connection")
+        buffer += chunk
+    *lines, rest = buffer.split(b"\n")
+    return [json.loads(line) for line in lines], rest
+
+
+def watched(args, pid, path):
+    def subscriber():
+        """Subscribes its connections to 4,096 literals each (198.18.0.0/15, never contacted: reachd judges a literal by
+        the kernel's route alone) in 8 requests, then reads everything, forever."""
+        socks = []
+        for c in range(args.connections):
+            sock = unix(path)
+            for r in range(8):
+                first = (c * 8 + r) * 512
+                hosts = [f"198.{18 + (i >> 16 & 1)}.{i >> 8 & 255}.{i & 255}" for i in range(first, first + 512)]
+                sock.sendall((json.dumps({"op": "subscribe", "id": r, "hosts": hosts}) + "\n").encode())
+            socks.append(sock)
+        answered, refused, buffers = 0, 0, {sock: b"" for sock in socks}
+        while answered + refused < 8 * len(socks):
+            for sock in select.select(socks, [], [])[0]:
+                lines, buffers[sock] = read_lines(sock, buffers[sock])
+                answered += sum(1 for line in lines if line.get("type") == "subscribed")
+                refused += sum(1 for line in lines if line.get("type") == "error")
+        with open(args.ready, "w") as ready:
+            ready.write(f"{answered} {refused}")
+        while True:
+            for sock in select.select(socks, [], [])[0]:
+                sock.recv(1 << 20)
+    base = rss_kb(pid)
+    attacker = as_nobody(subscriber)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(args.ready) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    answered, refused = open(args.ready).read().split()
+    subscribed = rss_kb(pid)
+    root = unix(path)
+    root.sendall(b'{"op":"subscribe"}\n{"op":"subscribe","hosts":["198.51.100.7"]}\n')
+    buffer, replies = b"", []
+    while len(replies) < 2:
+        lines, buffer = read_lines(root, buffer)
+        replies += lines
+    changer = subprocess.Popen(["ip", "-batch", "-"], stdin=subprocess.PIPE, text=True)
+    internet, host, peak = [], [], subscribed
+    for switch in range(args.switches):
+        command = "route del default via 192.0.2.1 dev eth0" if switch % 2 == 0 else "route add default via 192.0.2.1 dev eth0 metric 100"
+        started = time.monotonic()
+        changer.stdin.write(command + "\n"); changer.stdin.flush()
+        seen = {}
+        while len(seen) < 2:
+            lines, buffer = read_lines(root, buffer)
+            for line in lines:
+                if line.get("type") == "event":
+                    seen.setdefault(line["verdict"]["target"], round((time.monotonic() - started) * 1000, 1))
+        internet.append(seen["internet"]); host.append(seen["198.51.100.7"])
+        peak = max(peak, rss_kb(pid))
+        time.sleep(0.5)
+    changer.stdin.close(); changer.wait()
+    after = rss_kb(pid)
+    os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
+    os.unlink(args.ready)
+    median = lambda values: sorted(values)[len(values) // 2]
+    print(f"watched: nobody's {args.connections} x 4,096 literals: {answered} subscribes answered, {refused} refused; "
+          f"{args.switches} default-route switches: root's internet event median {median(internet)} ms, max {max(internet)}; "
+          f"root's host event median {median(host)} ms, max {max(host)}; RSS idle {base / 1024:.1f} MB, subscribed "
+          f"{subscribed / 1024:.1f} (+{(subscribed - base) / 1024:.1f}), peak {peak / 1024:.1f} (+{(peak - base) / 1024:.1f}), "
+          f"after the switches {after / 1024:.1f} (+{(after - base) / 1024:.1f})", flush=True)
 
 
 def metrics(args, pid, port):
@@ -211,13 +306,14 @@ def metrics(args, pid, port):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["idle", "mixed", "metrics"])
+    parser.add_argument("scenario", choices=["idle", "mixed", "metrics", "watched"])
     parser.add_argument("--pid", type=int, required=True)
     parser.add_argument("--socket")
     parser.add_argument("--transfers", action="store_true", help="the socket is a transfer instance's")
     parser.add_argument("--port", type=int)
     parser.add_argument("--connections", type=int, default=1500)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--switches", type=int, default=10, help="watched: default-route switches")
     parser.add_argument("--flap", default="eth0p")
     parser.add_argument("--parts", default="subscribers,slowloris,garbage,flap", help="mixed: which attacks run")
     parser.add_argument("--ready", default=f"/tmp/hostile-ready-{os.getpid()}")
@@ -226,6 +322,8 @@ def main():
         idle(args, args.pid, args.socket, {"op": "list"} if args.transfers else {"op": "status"})
     elif args.scenario == "mixed":
         mixed(args, args.pid, args.socket)
+    elif args.scenario == "watched":
+        watched(args, args.pid, args.socket)
     else:
         metrics(args, args.pid, args.port)
 
