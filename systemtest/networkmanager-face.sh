@@ -9,7 +9,8 @@
 #   enabled by its package): reachd installs beside it (dpkg refuses files another package owns), leaves the
 #   face off while NetworkManager is enabled, also when both start at boot (after a reboot), serves it once NetworkManager is disabled, gives the name up when
 #   NetworkManager starts (the hand-over time is printed) and takes it back when NetworkManager stops; neither
-#   logs an error.
+#   logs an error. With both packages' bus policies installed, user nobody's calls of the members NetworkManager
+#   keeps for root are refused by the bus, and NetworkManager stays awake.
 
 NM_NAME=org.freedesktop.NetworkManager NM_PATH=/org/freedesktop/NetworkManager
 
@@ -125,6 +126,21 @@ nm_installed_beside() {
     case "$version" in *reachd*) echo "Version $version is reachd's"; return 1 ;; esac
 }
 
+# root_only_refused: with the package's bus policy installed beside NetworkManager's (the bus reads the directory
+# in its own order), user nobody's Sleep and SetLogging are refused by the bus itself, and NetworkManager stays
+# awake (State 10 is asleep).
+root_only_refused() {
+    local call out
+    for call in "Sleep boolean:true" "SetLogging string:trace string:ALL"; do
+        out=$(X runuser -u nobody -- dbus-send --system --print-reply --dest="$NM_NAME" "$NM_PATH" "$NM_NAME.$call" 2>&1) \
+            && { echo "nobody's $call passed: $out"; return 1; }
+        case "$out" in *org.freedesktop.DBus.Error.AccessDenied*) ;; *) echo "nobody's $call: $out"; return 1 ;; esac
+    done
+    out=$(X busctl get-property "$NM_NAME" "$NM_PATH" "$NM_NAME" State) || return 1
+    note "NetworkManager's State after nobody's Sleep and SetLogging: $out"
+    [ "$out" != "u 10" ] || { echo "NetworkManager is asleep"; return 1; }
+}
+
 # nm_at_boot: after a reboot with NetworkManager enabled, both started at boot: NetworkManager owns its name,
 # reachd (auto) runs with the face off, and neither logs an error.
 nm_at_boot() {
@@ -182,6 +198,7 @@ face_with_networkmanager() {
     log "rebooting the container"
     reboot_container "${id}n" "$nm_root" "$NETNS" "$WORK/pkg"
     check "after a reboot with NetworkManager enabled: reachd runs from boot with the face off, NetworkManager owns its name, neither logs an error" nm_at_boot
+    check "both packages' bus policies installed: nobody's Sleep and SetLogging are refused by the bus (AccessDenied), NetworkManager stays awake" root_only_refused
     check "NetworkManager disabled: reachd's face serves; NetworkManager started: it owns its name, the face is gone; stopped: the face is back" handover
     check "journalctl -p err -u reachd -u NetworkManager: no error from either (no warning from reachd)" nm_quiet_journal
 }
