@@ -132,7 +132,8 @@ nm_installed_beside() {
 root_only_refused() {
     local call out
     for call in "Sleep boolean:true" "SetLogging string:trace string:ALL"; do
-        out=$(X runuser -u nobody -- dbus-send --system --print-reply --dest="$NM_NAME" "$NM_PATH" "$NM_NAME.$call" 2>&1) \
+        # shellcheck disable=SC2086 # the call's arguments, split
+        out=$(X runuser -u nobody -- dbus-send --system --print-reply --dest="$NM_NAME" "$NM_PATH" "$NM_NAME.${call%% *}" ${call#* } 2>&1) \
             && { echo "nobody's $call passed: $out"; return 1; }
         case "$out" in *org.freedesktop.DBus.Error.AccessDenied*) ;; *) echo "nobody's $call: $out"; return 1 ;; esac
     done
