@@ -5,7 +5,8 @@ Attackers run as uid 65534 (nobody); the victim's requests as root. Prints one l
   idle      nobody holds N connections with half a request line: root's time to an answer, the daemon's CPU and
             descriptors while they are held, descriptors 3 s after nobody leaves.
   mixed     malformed lines, a 10 MiB line, 1,000 connect/close cycles, 200 slowloris, 50 subscribers to 200
-            hosts each that never read, while the link flaps every 150 ms: RSS before, peak, 3 s after.
+            IPv4 literals each that never read, while the link flaps every 150 ms: RSS before, peak, 3 s after, and
+            what a subscriber of root's that reads gets of the flaps (the internet's events and a host's).
   metrics   nobody holds N idle TCP connections to the metrics endpoint: does a scrape get through?
   watched   nobody watches as many IPv4 literals as one user may (N connections of 4,096, reading every reply and
             event) while the default route switches between eth0 and wwan0: root's internet and host events after
@@ -16,9 +17,9 @@ import argparse, json, os, resource, select, signal, socket, subprocess, sys, ti
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def rss_kb(pid):
+def rss_kb(pid, field="VmRSS"):
     with open(f"/proc/{pid}/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
 
 
 def cpu_ticks(pid):
@@ -114,7 +115,7 @@ def idle(args, pid, path, request):
 
 
 def mixed(args, pid, path):
-    hosts = [f"h{i}.bench" for i in range(1, 1001)]
+    hosts = [f"198.18.{i // 250}.{i % 250 + 1}" for i in range(1, 1001)]
     def subscribers():
         held = []
         for c in range(50):
@@ -161,14 +162,17 @@ def mixed(args, pid, path):
             except OSError:
                 pass
             if cycles >= 1000: time.sleep(0.05)
-    base = rss_kb(pid)
+    base, base_anonymous = rss_kb(pid), rss_kb(pid, "RssAnon")
     parts = {"subscribers": subscribers, "readers": readers, "slowloris": slowloris, "garbage": garbage}
     attackers = [as_nobody(parts[name]) for name in args.parts.split(",") if name in parts]
-    # Root's subscriber reads every event: each flap moves the internet verdict between eth0 and wwan0.
+    # Root's subscriber reads every event: each flap moves the internet verdict, and a host's, between eth0 and wwan0.
     good = unix(path)
-    good.sendall(b'{"op":"subscribe"}\n')
-    good_lines, good_buffer = read_lines(good)
-    sequences = [good_lines[0]["verdict"]["sequence"]]
+    good.sendall(b'{"op":"subscribe"}\n{"op":"subscribe","hosts":["198.51.100.7"]}\n')
+    sequences, good_buffer = {}, b""
+    while len(sequences) < 2:
+        lines, good_buffer = read_lines(good, good_buffer)
+        for line in lines:
+            sequences[line["verdict"]["target"]] = [line["verdict"]["sequence"]]
     peak, end, down, flaps = base, time.monotonic() + args.seconds, True, 0
     next_flap = time.monotonic()
     while time.monotonic() < end:
@@ -183,19 +187,22 @@ def mixed(args, pid, path):
     # The events of the last flaps: each within 5 s, or counted missing.
     good.settimeout(5)
     try:
-        while len(sequences) <= flaps:
+        while any(len(seen) <= flaps for seen in sequences.values()):
             lines, good_buffer = read_lines(good, good_buffer)
-            sequences += [line["verdict"]["sequence"] for line in lines if line.get("type") == "event"]
+            for line in lines:
+                if line.get("type") == "event":
+                    sequences[line["verdict"]["target"]].append(line["verdict"]["sequence"])
     except (OSError, EOFError):
         pass
-    in_order = all(b == a + 1 for a, b in zip(sequences, sequences[1:]))
+    got = ", ".join(f"{target} {len(seen) - 1}" + ("" if all(b == a + 1 for a, b in zip(seen, seen[1:])) else " (with gaps)")
+                    for target, seen in sorted(sequences.items()))
     for attacker in attackers:
         os.kill(attacker, signal.SIGKILL); os.waitpid(attacker, 0)
     time.sleep(3)
     print(f"mixed ({args.parts}): RSS {base / 1024:.1f} MB before, peak {peak / 1024:.1f} MB (+{(peak - base) / 1024:.1f}), "
-          f"{rss_kb(pid) / 1024:.1f} MB 3 s after the clients left (+{(rss_kb(pid) - base) / 1024:.1f}); "
-          f"a reading subscriber got {len(sequences) - 1} events for {flaps} flaps, "
-          f"{'each sequence one more than the last' if in_order else 'sequences with gaps: ' + str(sequences)}", flush=True)
+          f"{rss_kb(pid) / 1024:.1f} MB 3 s after the clients left (+{(rss_kb(pid) - base) / 1024:.1f}, of it anonymous memory "
+          f"+{(rss_kb(pid, 'RssAnon') - base_anonymous) / 1024:.1f}); "
+          f"{flaps} flaps: a reading subscriber got events of {got}", flush=True)
 
 
 def read_lines(sock, buffer=b""):
@@ -212,21 +219,19 @@ def read_lines(sock, buffer=b""):
 def watched(args, pid, path):
     def subscriber():
         """Subscribes its connections to 4,096 literals each (198.18.0.0/15, never contacted: reachd judges a literal by
-        the kernel's route alone) in 8 requests, then reads everything, forever."""
-        socks = []
+        the kernel's route alone) in 8 requests, each sent once the one before is answered (a build that closes a
+        client whose queue holds a large reply takes them so too), then reads everything, forever."""
+        socks, answered, refused = [], 0, 0
         for c in range(args.connections):
-            sock = unix(path)
+            sock, buffer = unix(path), b""
             for r in range(8):
                 first = (c * 8 + r) * 512
                 hosts = [f"198.{18 + (i >> 16 & 1)}.{i >> 8 & 255}.{i & 255}" for i in range(first, first + 512)]
                 sock.sendall((json.dumps({"op": "subscribe", "id": r, "hosts": hosts}) + "\n").encode())
-            socks.append(sock)
-        answered, refused, buffers = 0, 0, {sock: b"" for sock in socks}
-        while answered + refused < 8 * len(socks):
-            for sock in select.select(socks, [], [])[0]:
-                lines, buffers[sock] = read_lines(sock, buffers[sock])
+                lines, buffer = read_lines(sock, buffer)
                 answered += sum(1 for line in lines if line.get("type") == "subscribed")
                 refused += sum(1 for line in lines if line.get("type") == "error")
+            socks.append(sock)
         with open(args.ready, "w") as ready:
             ready.write(f"{answered} {refused}")
         while True:
