@@ -45,7 +45,8 @@ final class BudgetMonitor: Service, Sendable {
     init(budgets: [DataBudget], stateDirectory directory: String, view: NetworkView, sysfsRoot: String, sleeper: Sleeper,
          logger: Logger) {
         let path = "\(directory)/budgets"
-        let boot = SmallFile.text(at: "/proc/sys/kernel/random/boot_id", limit: 64)?.split(separator: "\n").first.map(String.init)
+        let boot = BootIdentity.current(kernelFile: SmallFile.text(at: "/proc/sys/kernel/random/boot_id", limit: 64),
+                                        environment: getenv(BootIdentity.environmentVariable).map { String(cString: $0) })
         var saved: [String: BudgetLedger] = [:]
         if let bytes = SmallFile.bytes(at: path, limit: BudgetLedgerFile.maximumBytes + 1, flags: O_NOFOLLOW) {
             switch BudgetLedgerFile.ledgers(in: bytes) {
@@ -62,7 +63,10 @@ final class BudgetMonitor: Service, Sendable {
         self.sleeper = sleeper
         sysfs = SysfsReader(root: sysfsRoot)
         self.path = path
-        bootID = boot.flatMap { $0.isEmpty || $0.count > 40 ? nil : $0 } ?? "unknown"
+        if boot == nil {
+            logger.warning("the boot ID is unknown (/proc/sys/kernel/random/boot_id cannot be read and \(BootIdentity.environmentVariable) is not set): the budgets cannot tell a reboot from a counter that went on")
+        }
+        bootID = boot ?? "unknown"
         self.logger = logger
     }
 
