@@ -87,13 +87,13 @@ final class ContentionIntegrationTests: XCTestCase {
         XCTAssertEqual(other.verdict.addresses, [IPAddress("192.0.2.81")!])
     }
 
-    /// Another user watches 200 names that hang in the resolver; after a change of the internet verdict this user's
+    /// Another user watches 1,000 names that hang in the resolver; after a change of the internet verdict this user's
     /// watched name is resolved again in this user's own turn. (Before: every user's watched names were resolved
     /// again in reachd's one queue, two at a time, so this name waited behind the hanging ones: 52 s for 60.)
     func testOneUsersHangingWatchedNamesDelayNoOtherUsersResolution() throws {
         let host = try lab.subscribe(host: "victim.test")
         let before = try queriesSent()
-        _ = try flood(["subscribe", "1", "1", "200", "w"])
+        _ = try flood(["subscribe", "1", "1", "1000", "w"])
         try eventually("B's lookups reach the name server") { try queriesSent() >= before + 2 }
         // victim.test moves. Written in place: the namespace's hosts file is a bind mount of this very file.
         try "127.0.0.1 localhost\n192.0.2.99 victim.test\n192.0.2.81 other.test\n"

@@ -29,7 +29,7 @@ final class ReplyFlowControlIntegrationTests: XCTestCase {
     }
 
     func testPipelinedLargeSubscribesAllReachAReadingClient() throws {
-        let connections = 4, perConnection = 8
+        let connections = 8, perConnection = 8
         let answered = Counts(), path = lab.socketPath
         DispatchQueue.concurrentPerform(iterations: connections) { index in
             do {
