@@ -20,18 +20,28 @@ extension HostMonitor {
 
     /// Runs passes until one was made for the latest change.
     private func rejudgeUntilCurrent() {
-        while let (change, slices) = nextPass() {
+        while let (change, watched) = nextPass() {
             let started = ContinuousClock.now
-            var judged = 0, changed = 0
-            for slice in slices {
-                guard state.withLock({ $0.changes }) == change else { break }
-                let published = evaluate(slice).changed
+            var judged = 0, changed = 0, cutShort = false
+            for slice in RejudgeOrder.slices(of: watched) {
+                // Each host with the addresses it has now, still watched: a resolution that came since the pass
+                // began (the names are resolved again beside it) is the one judged, never the older one.
+                let (current, hosts) = state.withLock { state in
+                    (state.changes, slice.compactMap { host in
+                        state.entries[host].flatMap { $0.watchers > 0 ? $0.resolution.map { (host, $0) } : nil }
+                    })
+                }
+                guard current == change else {
+                    cutShort = true
+                    break
+                }
+                let published = evaluate(hosts).changed
                 if !published.isEmpty { publish(published) }
-                judged += slice.count
+                judged += hosts.count
                 changed += published.count
             }
             let took = ContinuousClock.now - started
-            guard judged == slices.reduce(0, { $0 + $1.count }) else {
+            guard !cutShort else {
                 logger.debug("re-judging cut short by a newer change", metadata: ["judged": "\(judged)", "took": "\(took)"])
                 continue
             }
@@ -40,19 +50,16 @@ extension HostMonitor {
         }
     }
 
-    /// The next pass's change and slices (each host with the addresses it has), or nil (and no pass runs any more)
-    /// when the last pass was made for the latest change.
-    private func nextPass() -> (UInt64, [[(String, Resolution)]])? {
+    /// The next pass's change and the hosts each requester watches (ordered into slices outside the lock), or nil
+    /// (and no pass runs any more) when the last pass was made for the latest change.
+    private func nextPass() -> (UInt64, [ResolutionRequester: [String: Int]])? {
         state.withLock { state in
             guard state.rejudgedChange != state.changes, !state.watchedBy.isEmpty else {
                 state.rejudging = false
                 return nil
             }
             state.rejudgedChange = state.changes
-            let slices = RejudgeOrder.slices(of: state.watchedBy).map { slice in
-                slice.compactMap { host in state.entries[host]?.resolution.map { (host, $0) } }
-            }
-            return (state.changes, slices.filter { !$0.isEmpty })
+            return (state.changes, state.watchedBy)
         }
     }
 }

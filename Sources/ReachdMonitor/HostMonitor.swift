@@ -332,6 +332,12 @@ public final class HostMonitor: Sendable {
             var current: [String: StampedVerdict] = [:]
             var changed: [StampedVerdict] = []
             for (host, resolution) in hosts {
+                // The entry holds a resolution that came after this one was read: whoever stored it judges it, and
+                // the older one is not recorded over its verdict.
+                if let entry = state.entries[host], let stored = entry.resolution, stored != resolution, let last = entry.tracker.current {
+                    current[host] = last
+                    continue
+                }
                 if case .addresses(let list) = resolution, list.contains(where: unansweredAddresses.contains) {
                     unanswered.append(host)
                     if let last = state.entries[host]?.tracker.current {

@@ -91,4 +91,42 @@ final class HostMonitorTests: XCTestCase {
         hosts.stop()
         await resolver.shutdown()
     }
+
+    /// A pass that read a host's addresses before the names were resolved again does not record its verdict over
+    /// the one judged from the fresh addresses: the host stays at its new address.
+    func testAResolutionThatCameDuringAPassIsNotOverwrittenByTheOlderOne() async throws {
+        let old = IPAddress("192.0.2.1")!, new = IPAddress("192.0.2.2")!
+        let answer = Mutex(old)
+        let resolving = DispatchSemaphore(value: 0), judging = DispatchSemaphore(value: 0), held = DispatchSemaphore(value: 0)
+        let holding = Mutex(false)
+        let resolver = HostResolver(threads: 1) { _ in
+            let address = answer.withLock { $0 }
+            if address == new { resolving.wait() }
+            return .addresses([address])
+        }
+        let hosts = HostMonitor(judge: Configuration().hostJudge, refreshSeconds: 0, resolver: resolver, logger: Logger(label: "test")) { addresses in
+            if addresses == [old], holding.withLock({ $0 }) {
+                held.signal()
+                judging.wait()
+            }
+            return addresses.map { _ in .refused(errno: ENETUNREACH) }
+        }
+        _ = await hosts.watch(["mirror.test"])
+        answer.withLock { $0 = new }
+        holding.withLock { $0 = true }
+        hosts.networkChanged(NetworkSnapshot(), internetChanged: true)
+        // The pass holds the old addresses; the name's fresh answer comes and is judged meanwhile.
+        XCTAssertEqual(held.wait(timeout: .now() + 30), .success, "the pass did not judge the old addresses")
+        resolving.signal()
+        for _ in 0..<3000 where hosts.currentVerdicts(of: ["mirror.test"])["mirror.test"]?.verdict.addresses != [new] {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        XCTAssertEqual(hosts.currentVerdicts(of: ["mirror.test"])["mirror.test"]?.verdict.addresses, [new])
+        judging.signal()
+        for _ in 0..<3000 where hosts.state.withLock({ $0.rejudging }) { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertFalse(hosts.state.withLock { $0.rejudging }, "the pass did not end")
+        XCTAssertEqual(hosts.currentVerdicts(of: ["mirror.test"])["mirror.test"]?.verdict.addresses, [new], "the older addresses' verdict was recorded over it")
+        hosts.stop()
+        await resolver.shutdown()
+    }
 }
