@@ -13,15 +13,14 @@ import Glibc
 /// `stepBackSeconds` when nobody took it (NetworkManager failed to start). Each step-back owns its wait: a newer one
 /// (NetworkManager started again) replaces the older, whose timer then does nothing.
 extension NetworkManagerFace {
-    /// `org.reachd.NetworkManagerFace1.StepBack`, root only: releases the name (a name already free, after an
-    /// earlier step-back nobody followed, stays free), then replies.
+    /// `org.reachd.NetworkManagerFace1.StepBack`, root only: releases the name, then replies.
     func stepBack(_ call: OpaquePointer, on bus: OpaquePointer) -> Int32 {
         guard BusMessage.senderIDs(of: call)?.uid == 0 else {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.AccessDenied",
                                          message: "only root may ask reachd's NetworkManager face to step back")
         }
         let rc = sd_bus_release_name(bus, Self.name)
-        guard rc >= 0 || (rc == -ESRCH && pendingStepBack != nil) else {
+        guard rc >= 0 else {
             return BusMessage.replyError(call, name: "org.freedesktop.DBus.Error.Failed", message: "\(BusError(call: "sd_bus_release_name", code: rc))")
         }
         stepBacks += 1
