@@ -245,7 +245,7 @@ public final class HostMonitor: Sendable {
                     let pending = state.withLock { state in
                         (state.watchedBy[requester] ?? [:]).keys.filter { state.entries[$0]?.resolution(freshIn: state.epoch) == nil }
                     }
-                    await resolveAndJudge(Array(pending), requester: requester) { _, _ in }
+                    await resolveAndJudge(pending, requester: requester) { _, _ in }
                 } while state.withLock { state in
                     let again = state.passes[requester]?.passEnded() ?? false
                     if !again { state.passes[requester] = nil }
