@@ -31,6 +31,14 @@ final class NetworkManagerFaceHandoverIntegrationTests: XCTestCase {
         (try? manager!.busctl(["get-property", RealNetworkManager.service, "/org/freedesktop/NetworkManager", RealNetworkManager.service, "Version"])) ?? ""
     }
 
+    /// What `systemctl start NetworkManager` does with the drop-in: its ExecStartPre=, then NetworkManager, which
+    /// takes its own name.
+    private func stepBackAndStart(_ manager: RealNetworkManager) throws {
+        _ = try runExecStartPre()
+        try manager.start()
+        try eventually("NetworkManager's own name", detail: manager.log) { version().contains("1.42") && !version().contains("-reachd") }
+    }
+
     /// The drop-in's ExecStartPre= command, run as systemd would run it (through /bin/sh), on the private bus.
     private func runExecStartPre() throws -> String {
         let text = try String(contentsOfFile: Self.dropIn, encoding: .utf8)
@@ -58,9 +66,7 @@ final class NetworkManagerFaceHandoverIntegrationTests: XCTestCase {
     func testTheFaceStepsBackForNetworkManagerAndComesBack() throws {
         let manager = try XCTUnwrap(manager)
         let start = Date()
-        _ = try runExecStartPre()
-        try manager.start()
-        try eventually("NetworkManager's own name", detail: manager.log) { version().contains("1.42") && !version().contains("-reachd") }
+        try stepBackAndStart(manager)
         let handOver = Date().timeIntervalSince(start)
         print("hand-over: \(String(format: "%.3f", handOver)) s from ExecStartPre= to NetworkManager answering on its name")
         XCTAssertEqual(try manager.waitForActivation("eth0"), ManagerMetered.yes.rawValue)
@@ -81,9 +87,7 @@ final class NetworkManagerFaceHandoverIntegrationTests: XCTestCase {
     func testASecondStepBackReplacesTheFirstsWait() throws {
         let manager = try XCTUnwrap(manager)
         let first = Date()
-        _ = try runExecStartPre()
-        try manager.start()
-        try eventually("NetworkManager's own name", detail: manager.log) { version().contains("1.42") && !version().contains("-reachd") }
+        try stepBackAndStart(manager)
         manager.stopManager()
         try eventually("the face back on the name once NetworkManager quit") { version().contains("-reachd") }
         // A gap of 5 s between the two step-backs, so that the first one's wait, had it survived, would end well
