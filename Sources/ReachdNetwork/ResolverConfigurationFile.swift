@@ -85,18 +85,28 @@ final class ResolverConfigurationFile: @unchecked Sendable {
     func stop() { thread.stop() }
 
     /// Watches the directory of the file and of every link target on the way (or the nearest existing parent
-    /// of one that is missing); watches no longer needed are removed.
+    /// of one that is missing); watches no longer needed are removed. A directory made, or a link changed,
+    /// between looking and watching would be missed, so the watches are armed again until nothing moved
+    /// meanwhile (up to `maximumLinks` times; a later event arms them again anyway).
     private func arm() {
-        var wanted: [Int32: Set<String>] = [:]
-        for (directory, name) in Self.chain(from: path) {
-            if let wd = Self.watch(inotify, directory) {
-                wanted[wd, default: []].insert(name)
-            } else if let (parent, child) = nearestParent(of: directory), let wd = Self.watch(inotify, parent) {
-                wanted[wd, default: []].insert(child)
+        for _ in 0...Self.maximumLinks {
+            let chain = Self.chain(from: path)
+            var wanted: [Int32: Set<String>] = [:]
+            var awaited: [String] = []
+            for (directory, name) in chain {
+                if let wd = Self.watch(inotify, directory) {
+                    wanted[wd, default: []].insert(name)
+                } else if let (parent, child) = nearestParent(of: directory), let wd = Self.watch(inotify, parent) {
+                    wanted[wd, default: []].insert(child)
+                    awaited.append(parent + "/" + child)
+                }
             }
+            for wd in watches.keys where wanted[wd] == nil { inotify_rm_watch(inotify, wd) }
+            watches = wanted
+            let settled = awaited.allSatisfy { access($0, F_OK) != 0 }
+                && Self.chain(from: path).elementsEqual(chain) { $0 == $1 }
+            if settled { return }
         }
-        for wd in watches.keys where wanted[wd] == nil { inotify_rm_watch(inotify, wd) }
-        watches = wanted
     }
 
     /// The nearest existing ancestor of `directory` that can be watched, and the name in it on the way down.

@@ -71,6 +71,27 @@ final class ResolverConfigurationFileTests: XCTestCase {
         XCTAssertTrue(received.wait { $0 == [false, true, false, true, false] }, "\(received.all)")
     }
 
+    /// A link target's directories made at once while the watches are re-armed (`mkdir -p` then the file, as
+    /// systemd-resolved does at boot): whichever step the re-arming meets, the file is seen. Repeated, since a
+    /// directory made between looking for it and watching its parent was missed in about one round of 300.
+    func testADirectoryMadeWhileTheWatchesAreArmedIsNotMissed() throws {
+        for round in 0..<1000 {
+            let root = directory + "/\(round)"
+            let path = root + "/etc/resolv.conf"
+            try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "../run/a/b/c/resolv.conf")
+            let received = Received<Bool>()
+            let file = try ResolverConfigurationFile(path: path) { received.append($0) }
+            try file.start()
+            defer { file.stop() }
+            try FileManager.default.createDirectory(atPath: root + "/run/a/b/c", withIntermediateDirectories: true)
+            try write("nameserver 192.0.2.53\n", inPlaceAt: root + "/run/a/b/c/resolv.conf")
+            guard received.wait(timeout: 10, until: { $0 == [false, true] }) else {
+                return XCTFail("round \(round): \(received.all)")
+            }
+        }
+    }
+
     /// Creates or truncates the file itself and writes it (an editor, `echo >`): one IN_CLOSE_WRITE.
     private func write(_ text: String, inPlaceAt path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
