@@ -4,6 +4,7 @@ import Logging
 import ReachdConfig
 import ReachdModel
 import ReachdMonitor
+import ReachdSystem
 import Synchronization
 
 /// The I/O around `PathJudge` for one monitor: `NetworkView` (the daemons' netlink watcher, NetworkManager's
@@ -32,7 +33,7 @@ final class PathEngine: Sendable {
     /// What runs while the engine does.
     private struct Parts: Sendable {
         var feed: DaemonFeed?
-        var resolver: ResolverConfigurationFile?
+        var resolver: FollowedFile<Bool>?
         var view: NetworkView?
 
         /// Ends them: joins their threads, so never on one of them.
@@ -89,7 +90,7 @@ final class PathEngine: Sendable {
     /// Follows the resolver's configuration file; where inotify cannot be used, it is read at each judgement.
     func followResolverConfiguration() {
         do {
-            let file = try ResolverConfigurationFile(path: resolverConfiguration) { [weak self] nameServer in
+            let file = try FollowedFile(path: resolverConfiguration, read: ResolverConfiguration.namesNameServer(at:)) { [weak self] nameServer in
                 self?.update { $0.nameServer = nameServer }
             }
             guard keep({ $0.resolver = file }) else { return }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 @testable import ReachdNetwork
+import ReachdSystem
 import XCTest
 
 /// resolv.conf's rule (a `nameserver` line with an address) and the file followed with inotify: written in
@@ -30,7 +31,7 @@ final class ResolverConfigurationFileTests: XCTestCase {
     func testFollowsWritesRenamesAndRemovals() throws {
         let path = directory + "/resolv.conf"
         let received = Received<Bool>()
-        let file = try ResolverConfigurationFile(path: path) { received.append($0) }
+        let file = try FollowedFile(path: path, read: ResolverConfiguration.namesNameServer(at:)) { received.append($0) }
         try file.start()
         defer { file.stop() }
         XCTAssertEqual(received.all, [false])
@@ -52,7 +53,7 @@ final class ResolverConfigurationFileTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory + "/etc", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "../run/resolve/stub-resolv.conf")
         let received = Received<Bool>()
-        let file = try ResolverConfigurationFile(path: path) { received.append($0) }
+        let file = try FollowedFile(path: path, read: ResolverConfiguration.namesNameServer(at:)) { received.append($0) }
         try file.start()
         defer { file.stop() }
         XCTAssertEqual(received.all, [false])
@@ -81,7 +82,7 @@ final class ResolverConfigurationFileTests: XCTestCase {
             try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "../run/a/b/c/resolv.conf")
             let received = Received<Bool>()
-            let file = try ResolverConfigurationFile(path: path) { received.append($0) }
+            let file = try FollowedFile(path: path, read: ResolverConfiguration.namesNameServer(at:)) { received.append($0) }
             try file.start()
             defer { file.stop() }
             try FileManager.default.createDirectory(atPath: root + "/run/a/b/c", withIntermediateDirectories: true)

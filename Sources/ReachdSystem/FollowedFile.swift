@@ -1,61 +1,41 @@
-import ReachdSystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What the resolver's configuration (`resolv.conf`) says that a path needs: whether it names a name server.
-/// Pure.
-enum ResolverConfiguration {
-    /// Where the C library reads it.
-    static let systemPath = "/etc/resolv.conf"
-    /// Bytes read at most: the C library reads three name servers and a few options, so anything real fits.
-    static let maximumSize = 64 * 1024
-
-    /// A line whose first word is `nameserver`, followed by an address (comments start with `#` or `;`).
-    static func namesNameServer<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
-        bytes.split(separator: UInt8(ascii: "\n")).contains { line in
-            let words = line.split { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }
-            return words.count >= 2 && words[0].elementsEqual("nameserver".utf8)
-        }
-    }
-
-    /// Whether the file at `path` names a name server (no file: no name server). A FIFO does not block the
-    /// read (`O_NONBLOCK`); a file longer than `maximumSize` is judged by its beginning.
-    static func namesNameServer(at path: String) -> Bool {
-        guard let bytes = SmallFile.bytes(at: path, limit: maximumSize, flags: O_NONBLOCK) else { return false }
-        return namesNameServer(bytes.prefix(maximumSize))
-    }
-}
-
-/// Follows the resolver's configuration file with inotify on a `PollThread`, so that a change to the file
-/// alone (a name server added or removed) is seen at once, as `NetworkdStateFiles` follows networkd's files.
+/// Follows a file that may be replaced, linked elsewhere or not exist yet (the resolver's configuration, the
+/// local time zone's file) with inotify on a `PollThread`: what `read` makes of it is published at once when it
+/// changes, as `NetworkdStateFiles` follows networkd's files.
 ///
 /// The file's directory is watched for the file's name (it is often replaced by a rename), and where the file
 /// is a symbolic link (systemd-resolved's `/etc/resolv.conf` → `/run/systemd/resolve/stub-resolv.conf`), so is
 /// each link's target, up to `maximumLinks`. A directory that does not exist yet is waited for in its nearest
-/// existing parent. Any relevant event re-arms the watches and reads the file again.
-final class ResolverConfigurationFile: @unchecked Sendable {
+/// existing parent. The file itself is watched too, for a write seen only there (a file bind-mounted over the
+/// path). Any relevant event re-arms the watches and reads the file again.
+package final class FollowedFile<Value: Equatable & Sendable>: @unchecked Sendable {
     /// Symbolic links followed from the file towards its target.
-    static let maximumLinks = 8
+    static var maximumLinks: Int { 8 }
 
     /// For a directory holding a watched name, and for a parent waiting for a directory to appear (one mask,
     /// since a directory can be both).
-    private static let events = UInt32(
-        IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR
-    )
+    private static var directoryEvents: UInt32 {
+        UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+    }
+    /// For the file itself: its events carry no name, which stands for "the file" among a watch's names.
+    private static var fileEvents: UInt32 { UInt32(IN_CLOSE_WRITE) }
 
     private let path: String
-    private let onChange: @Sendable (Bool) -> Void
+    private let read: @Sendable (String) -> Value
+    private let onChange: @Sendable (Value) -> Void
     private let inotify: Int32
     private let thread: PollThread
     // Only touched by `start` (before the thread runs) and on the thread.
     /// Watched directories: the names in each that matter.
     private var watches: [Int32: Set<String>] = [:]
-    private var nameServer: Bool?
+    private var value: Value?
 
-    /// `onChange` gets whether the file names a name server: once in `start`, then at each change (on this
-    /// source's thread).
-    init(path: String = ResolverConfiguration.systemPath, onChange: @escaping @Sendable (Bool) -> Void) throws(SystemCallError) {
+    /// `read` makes a value of the file at a path (one that does not exist included); `onChange` gets it once in
+    /// `start`, then each time it changes (on this source's thread).
+    package init(path: String, read: @escaping @Sendable (String) -> Value, onChange: @escaping @Sendable (Value) -> Void) throws(SystemCallError) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw SystemCallError(call: "inotify_init1", errno: .current) }
         do {
@@ -66,6 +46,7 @@ final class ResolverConfigurationFile: @unchecked Sendable {
         }
         inotify = fd
         self.path = path
+        self.read = read
         self.onChange = onChange
     }
 
@@ -75,17 +56,17 @@ final class ResolverConfigurationFile: @unchecked Sendable {
     }
 
     /// Reads the file once (published before this returns), then follows it on a thread of its own.
-    func start() throws(SystemCallError) {
+    package func start() throws(SystemCallError) {
         arm()
-        read()
+        publish()
         try thread.followInotify(inotify) { [unowned self] in drain() }
     }
 
     /// Stops following; `onChange` is not called after this returns. Never on this source's own thread.
-    func stop() { thread.stop() }
+    package func stop() { thread.stop() }
 
     /// Watches the directory of the file and of every link target on the way (or the nearest existing parent
-    /// of one that is missing); watches no longer needed are removed. A directory made, or a link changed,
+    /// of one that is missing), and the file at the end; watches no longer needed are removed. A directory made, or a link changed,
     /// between looking and watching would be missed, so the watches are armed again until nothing moved
     /// meanwhile (up to `maximumLinks` times; a later event arms them again anyway).
     private func arm() {
@@ -94,12 +75,15 @@ final class ResolverConfigurationFile: @unchecked Sendable {
             var wanted: [Int32: Set<String>] = [:]
             var awaited: [String] = []
             for (directory, name) in chain {
-                if let wd = Self.watch(inotify, directory) {
+                if let wd = Self.watch(inotify, directory, Self.directoryEvents) {
                     wanted[wd, default: []].insert(name)
-                } else if let (parent, child) = nearestParent(of: directory), let wd = Self.watch(inotify, parent) {
+                } else if let (parent, child) = nearestParent(of: directory), let wd = Self.watch(inotify, parent, Self.directoryEvents) {
                     wanted[wd, default: []].insert(child)
                     awaited.append(parent + "/" + child)
                 }
+            }
+            if let (directory, name) = chain.last, let wd = Self.watch(inotify, directory + "/" + name, Self.fileEvents) {
+                wanted[wd, default: []].insert("")
             }
             for wd in watches.keys where wanted[wd] == nil { inotify_rm_watch(inotify, wd) }
             watches = wanted
@@ -135,14 +119,14 @@ final class ResolverConfigurationFile: @unchecked Sendable {
         }
         if relevant {
             arm()
-            read()
+            publish()
         }
     }
 
-    private func read() {
-        let now = ResolverConfiguration.namesNameServer(at: path)
-        guard now != nameServer else { return }
-        nameServer = now
+    private func publish() {
+        let now = read(path)
+        guard now != value else { return }
+        value = now
         onChange(now)
     }
 
@@ -178,8 +162,8 @@ final class ResolverConfigurationFile: @unchecked Sendable {
         return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    private static func watch(_ inotify: Int32, _ directory: String) -> Int32? {
-        let wd = inotify_add_watch(inotify, directory, events)
+    private static func watch(_ inotify: Int32, _ path: String, _ events: UInt32) -> Int32? {
+        let wd = inotify_add_watch(inotify, path, events)
         return wd >= 0 ? wd : nil
     }
 }
