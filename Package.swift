@@ -40,6 +40,8 @@ let package = Package(
         ),
         // The sd-bus vtable of org.reachd.Reachability1 (C macros Swift cannot import) with Swift callbacks.
         .target(name: "CReachdBus", dependencies: ["CSystemd"]),
+        // The C library's timerfd and adjtimex, which Swift's Glibc module does not export.
+        .systemLibrary(name: "CReachdTime"),
         // Pure model: snapshot in, verdict out. No I/O.
         .target(name: "ReachdModel"),
         // TOML configuration -> model rules (a small TOML reader: TOMLKit would pull Foundation into the daemon).
@@ -49,7 +51,7 @@ let package = Package(
         // closes itself. No package but swift-log, so the libraries stay light.
         .target(
             name: "ReachdSystem",
-            dependencies: ["ReachdModel", "CSystemd", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["ReachdModel", "CSystemd", "CReachdTime", .product(name: "Logging", package: "swift-log")]
         ),
         // The only module that talks to the kernel (libnl cache manager, sysfs); its thread is the system's PollThread.
         .target(
@@ -214,7 +216,7 @@ let package = Package(
         ),
         // What several test targets share: a fake daemon's listening Unix socket (`UnixListener`) and a seeded random
         // generator (`SeededGenerator`). Only tests depend on it.
-        .target(name: "ReachdTestSupport", dependencies: ["ReachdSystem"], path: "Tests/ReachdTestSupport"),
+        .target(name: "ReachdTestSupport", dependencies: ["ReachdSystem", "CReachdTime"], path: "Tests/ReachdTestSupport"),
         .testTarget(name: "ReachdModelTests", dependencies: ["ReachdModel"]),
         .testTarget(name: "ReachdConfigTests", dependencies: ["ReachdConfig", "ReachdModel"]),
         .testTarget(name: "ReachdProtocolTests", dependencies: ["ReachdProtocol", "ReachdModel", "ReachdTestSupport", "ReachdTransferModel", "ReachdTransferProtocol"]),
@@ -247,7 +249,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "ReachdSystemTests", dependencies: ["ReachdSystem"]),
+        .testTarget(name: "ReachdSystemTests", dependencies: ["ReachdSystem", "ReachdTestSupport"]),
         .testTarget(
             name: "ReachdServiceKitTests",
             dependencies: [
