@@ -98,6 +98,9 @@ public enum TransferService {
         services.add(started: scheduler)
         try await scheduler.load()
         if let power = PowerSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: power) }
+        if let time = TimeChanges.follow(logger: logger, onChange: { _ in Task { await scheduler.reschedule() } }) {
+            services.add(started: time)
+        }
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         let shared = options.access.isSystem
         try makeDirectory(options.cacheDirectory, mode: mode_t(CacheLayout.directoryMode(shared: shared)))

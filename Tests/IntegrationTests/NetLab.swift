@@ -128,6 +128,24 @@ final class NetLab {
         try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".write(toFile: dir + "/resolv.conf", atomically: true, encoding: .utf8)
     }
 
+    /// Makes `zone` (a name under /usr/share/zoneinfo) the local zone of what runs in the host namespace from now
+    /// on (`ip netns exec` bind-mounts it over `/etc/localtime`); later calls rewrite the file in place, which those
+    /// already running see there. The first file's time is 2000, so that the C library takes the rewritten one as new.
+    func zoneFile(_ zone: String) throws {
+        let dir = "/etc/netns/\(host)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: "/usr/share/zoneinfo/" + zone))
+        let path = dir + "/localtime"
+        let first = !FileManager.default.fileExists(atPath: path)
+        if first { _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]) }
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try file.truncate(atOffset: 0)
+        try file.write(contentsOf: bytes)
+        try file.close()
+        let old = timeval(tv_sec: 946_684_800, tv_usec: 0)
+        guard !first || utimes(path, [old, old]) == 0 else { throw LabError("utimes \(path): \(String(cString: strerror(errno)))") }
+    }
+
     /// Writes a fake `sysfs/class/net/NAME/uevent`.
     func fakeSysfs(_ name: String, uevent: String) throws {
         let dir = "\(sysfsRoot)/class/net/\(name)"
@@ -163,7 +181,8 @@ final class NetLab {
         // No D-Bus (nor NetworkManager) unless a test asks for a bus: the machine's system bus is none of the tests' business.
         process.arguments = args + (arguments.contains("--bus") ? [] : ["--bus", "none"])
             + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"]) + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        // The zone is the lab's `/etc/localtime` (see `zoneFile`), never a TZ of the test's own.
+        process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "TZ" }.merging(environment) { _, new in new }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice

@@ -254,7 +254,8 @@ final class TransferLab {
         process.arguments = args
         var variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         variables["HOME"] = owner.home
-        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME"] { variables[name] = nil }
+        // The zone is the lab's `/etc/localtime` (`zoneFile`), never a TZ of the test's own.
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "TZ"] { variables[name] = nil }
         process.environment = variables
         if !FileManager.default.fileExists(atPath: daemonLog) { _ = FileManager.default.createFile(atPath: daemonLog, contents: nil) }
         let logFile = FileHandle(forWritingAtPath: daemonLog)

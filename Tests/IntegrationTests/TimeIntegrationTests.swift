@@ -1,0 +1,82 @@
+import Foundation
+import ReachdModel
+import ReachdTestSupport
+import ReachdTransferModel
+import XCTest
+
+/// Jobs' times follow the wall clock and the local zone as they change under a running reachd-transfers: a step
+/// of its wall clock (the clock it reads shifted by Tests/Support/clock_shift.c, and the kernel told that the
+/// clock was set) and a new zone in its `/etc/localtime` (the lab's, bind-mounted there by `ip netns exec`).
+final class TimeIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+
+    override func tearDown() {
+        lab?.tearDown()
+        lab = nil
+    }
+
+    /// An hour's step forward: a job whose not-before time and one whose window the step passes both start,
+    /// without waiting out the timer armed before the step.
+    func testAStepOfTheWallClockStartsTheJobsWhoseTimeItPassed() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        let shiftFile = lab.lab.directory + "/clock-shift"
+        try "0\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
+        chmod(shiftFile, 0o644)
+        try lab.lab.zoneFile("Asia/Tokyo")
+        try lab.startDaemon(environment: ["LD_PRELOAD": try clockShiftLibrary(), "REACHD_CLOCK_SHIFT_FILE": shiftFile])
+        let sum = try lab.serve("t.bin", bytes: 300_000)
+        let now = Timestamp.now()
+        let notBefore = try lab.add(lab.url("t.bin"), output: lab.out + "/n.bin",
+                                    ["--not-before", Timestamp(microseconds: now.microseconds + 3_600_000_000).description])
+        // Opens 61 to 62 minutes from now, Tokyo's time, and stays open an hour.
+        let tokyo = Int(now.microseconds / 1_000_000) + TimeZone(identifier: "Asia/Tokyo")!.secondsFromGMT()
+        let opens = ((tokyo + 3_660) / 60 % 1440 + 1) % 1440
+        let window = try lab.add(lab.url("t.bin"), output: lab.out + "/w.bin", ["--window", "\(clock(opens))-\(clock((opens + 60) % 1440))"])
+        for id in [notBefore, window] {
+            _ = try lab.waitFor(id, "waiting for its time") { $0.state == .deferred && ($0.reason ?? "").hasPrefix("waiting until ") }
+        }
+
+        // 64 minutes: past the not-before time and into the window.
+        try "3840\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
+        try ClockStep.byANanosecondAndBack()
+        for id in [notBefore, window] {
+            _ = try lab.waitFor(id, "completed after the step") { $0.state == .completed }
+        }
+        XCTAssertEqual(try lab.sha256(lab.out + "/n.bin"), sum)
+        XCTAssertEqual(try lab.sha256(lab.out + "/w.bin"), sum)
+        XCTAssertTrue(lab.log.contains("the wall clock was set"), lab.log)
+    }
+
+    /// Tokyo, then New York: a window open now in New York (and shut in Tokyo, 13 or 14 hours ahead) starts
+    /// when the zone's file is rewritten, not at Tokyo's opening.
+    func testANewTimeZoneHoldsForAWindowAtOnce() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.lab.zoneFile("Asia/Tokyo")
+        try lab.startDaemon()
+        let sum = try lab.serve("z.bin", bytes: 300_000)
+        let newYork = Int((Int(Date().timeIntervalSince1970) + TimeZone(identifier: "America/New_York")!.secondsFromGMT()) / 60 % 1440)
+        let window = "\(clock((newYork + 1410) % 1440))-\(clock((newYork + 90) % 1440))"
+        let id = try lab.add(lab.url("z.bin"), output: lab.out + "/z.bin", ["--window", window])
+        let waiting = try lab.waitFor(id, "waiting for Tokyo's window") { $0.state == .deferred && $0.reason != nil }
+        XCTAssertTrue((waiting.reason ?? "").hasPrefix("waiting until "), waiting.reason ?? "")
+
+        try lab.lab.zoneFile("America/New_York")
+        _ = try lab.waitFor(id, "completed in New York's window") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/z.bin"), sum)
+        XCTAssertTrue(lab.log.contains("the local time zone changed"), lab.log)
+    }
+
+    /// Tests/Support/clock_shift.c built into the lab's directory (readable by the daemon's user).
+    private func clockShiftLibrary() throws -> String {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Support/clock_shift.c").standardized.path
+        let library = lab.lab.directory + "/clock_shift.so"
+        try lab.lab.run("cc -shared -fPIC -O2 -o \(library) \(source) && chmod 755 \(library)")
+        return library
+    }
+
+    private func clock(_ minute: Int) -> String {
+        (minute / 60 < 10 ? "0" : "") + "\(minute / 60):" + (minute % 60 < 10 ? "0" : "") + "\(minute % 60)"
+    }
+}
