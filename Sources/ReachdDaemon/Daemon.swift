@@ -85,6 +85,8 @@ public enum Daemon {
         if let budgets {
             budgets.sample()
             services.add(budgets)
+            // A budget's period follows the local calendar: a new zone or a set clock counts at once in the right one.
+            if let time = TimeChanges.follow(logger: logger, onChange: { _ in budgets.sample() }) { services.add(started: time) }
         }
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         // One count of each user's waiting host requests, over the socket and D-Bus together.

@@ -28,7 +28,7 @@ public struct LinkCounter: Hashable, Sendable {
 ///
 /// A link's bytes count as the difference to its last reading. A link not seen before, one with another index
 /// (re-created), another boot, or a counter below the last reading (reset) counts its whole reading: the
-/// counter started from zero since. Nothing is ever subtracted. A new period (another first day for the
+/// counter started from zero since. Nothing is ever subtracted. A new period (a later first day for the
 /// time given) starts again from zero, keeping the links' last readings.
 public struct BudgetLedger: Hashable, Sendable {
     /// The first day of the period counted; nil before the first reading.
@@ -51,8 +51,9 @@ public struct BudgetLedger: Hashable, Sendable {
     }
 
     /// Counts `readings` (the links this budget covers) taken at `time` in boot `bootID`.
+    /// A time before the period counted (the clock stepped back, or not set yet after a boot) counts in it still.
     public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, period: BudgetPeriod, calendar: any LocalCalendar) {
-        let start = period.start(containing: calendar.date(at: time))
+        let start = counted(period.start(containing: calendar.date(at: time)))
         if periodStart != start {
             periodStart = start
             usedBytes = 0
@@ -81,14 +82,22 @@ public struct BudgetLedger: Hashable, Sendable {
         counters = next
     }
 
-    /// The budget's standing at `time`: zero used once a new period began, even before a reading in it.
+    /// The budget's standing at `time`: zero used once a new period began, even before a reading in it; the
+    /// period counted at a time before it.
     public func status(of budget: DataBudget, at time: Timestamp, calendar: any LocalCalendar) -> BudgetStatus {
-        let start = budget.period.start(containing: calendar.date(at: time))
+        let start = counted(budget.period.start(containing: calendar.date(at: time)))
         let used = start == periodStart ? usedBytes : 0
         return BudgetStatus(
             state: budget.state(used: used), usedBytes: used, limitBytes: budget.limitBytes, period: budget.period.name,
             resetsAt: calendar.startOfDay(budget.period.nextStart(after: start))
         )
+    }
+
+    /// The period `start` names, or the one counted when `start` is earlier: bytes are never moved back into a
+    /// period that has ended, whose count is gone.
+    private func counted(_ start: LocalDate) -> LocalDate {
+        guard let periodStart, start < periodStart else { return start }
+        return periodStart
     }
 }
 

@@ -54,6 +54,26 @@ final class BudgetIntegrationTests: XCTestCase {
             """, arguments: ["--sysfs-root", "/sys", "--state-directory", lab.directory + "/state"] + arguments, environment: environment)
     }
 
+    /// A daily budget's period ends at the local midnight: at once the new zone's when the zone changes under
+    /// reachd (eastwards: the local date never goes back, which would keep the day counted).
+    func testANewTimeZoneMovesTheEndOfThePeriodAtOnce() throws {
+        try FileManager.default.createDirectory(atPath: lab.directory + "/state", withIntermediateDirectories: true)
+        try addUplink()
+        try lab.zoneFile("America/New_York")
+        try startDaemon()
+        let subscriber = try lab.subscribe()
+        let newYork = try subscriber.waitFor("New York's midnight") { $0.budget?.resetsAt == Self.nextMidnight(in: "America/New_York") }
+        XCTAssertEqual(newYork.verdict.budget?.period, "day")
+        try lab.zoneFile("Asia/Tokyo")
+        _ = try subscriber.waitFor("Tokyo's midnight") { $0.budget?.resetsAt == Self.nextMidnight(in: "Asia/Tokyo") }
+        XCTAssertTrue(lab.log.contains("the local time zone changed"), lab.log)
+    }
+
+    private static func nextMidnight(in zone: String) -> Timestamp {
+        let now = Int64(Date().timeIntervalSince1970), offset = Int64(TimeZone(identifier: zone)!.secondsFromGMT())
+        return Timestamp(microseconds: (((now + offset) / 86_400 + 1) * 86_400 - offset) * 1_000_000)
+    }
+
     func testRealTrafficCrossesApproachingThenOverAndRestartsAndNewLinksKeepTheCount() throws {
         try FileManager.default.createDirectory(atPath: lab.directory + "/state", withIntermediateDirectories: true)
         try addUplink()

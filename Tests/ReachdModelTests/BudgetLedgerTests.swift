@@ -71,6 +71,22 @@ final class BudgetLedgerTests: XCTestCase {
         ], period: .month(startDay: 15))
     }
 
+    /// A clock stepped back across the period's start (or one not set yet after a boot) counts in the period
+    /// counted: the bytes used in it are kept, and those moved meanwhile added.
+    func testAStepBackAcrossThePeriodsStartKeepsTheCount() {
+        check([
+            ([reading(400)], "b", "2026-11-15T10:00:00Z", 400),
+            ([reading(500)], "b", "2026-11-14T22:00:00Z", 500), // back to the 14th (the previous period): kept
+            ([reading(600)], "b", "2001-01-01T00:00:00Z", 600), // a clock not set yet
+            ([reading(650)], "b", "2026-12-15T10:00:00Z", 50),  // forward into the next period
+        ], period: .month(startDay: 15))
+        var ledger = BudgetLedger()
+        ledger.record([reading(850)], bootID: "b", at: time("2026-11-20T12:00:00Z"), period: monthly.period, calendar: calendar)
+        let back = ledger.status(of: monthly, at: time("2026-11-01T12:00:00Z"), calendar: calendar)
+        XCTAssertEqual(back.usedBytes, 850)
+        XCTAssertEqual(back.resetsAt, time("2026-12-14T23:00:00Z"))
+    }
+
     func testTheStatusHasTheStateTheLimitAndTheLocalMidnightItResetsAt() {
         var ledger = BudgetLedger()
         ledger.record([reading(850)], bootID: "b", at: time("2026-11-20T12:00:00Z"), period: monthly.period, calendar: calendar)
