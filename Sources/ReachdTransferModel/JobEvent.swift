@@ -12,6 +12,9 @@ public enum JobEvent: Sendable {
     case remove
     /// The service is stopping: a running transfer stops, its partial file stays.
     case shutdown
+    /// The machine is going to sleep: a running transfer stops, its partial file stays; the job waits until the
+    /// scheduler starts it again at resume.
+    case machineSleeps
     /// Re-decide the job against its route and the clock: a verdict changed, a timer fired, another job ended.
     case reevaluate(JobRoute)
     /// The queue gave the job a free slot.

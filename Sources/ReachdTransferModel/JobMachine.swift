@@ -71,6 +71,7 @@ public struct JobMachine: Sendable {
         case .cancel: cancel()
         case .remove: remove()
         case .shutdown: stop(.deferral("deferred: reachd-transfers stopped"))
+        case .machineSleeps: stop(.deferral("deferred: the machine went to sleep"))
         case .reevaluate(let route): reevaluate(route)
         case .start: start()
         case .attemptStarted(let offset, let total, let validators): attemptStarted(offset: offset, total: total, validators: validators)

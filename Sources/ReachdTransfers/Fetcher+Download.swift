@@ -74,6 +74,8 @@ extension Fetcher {
         case .writeFailed(let error):
             return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
         case .cancelled:
+            // Stopped (a pause, a sleep, a shutdown): what arrived is flushed to disk for the next attempt, whatever comes.
+            try? await file.sync()
             return .stopped
         case .broken(let position, let error):
             return .retry(reason: "connection lost after \(position) bytes: \(Self.describe(error))", retryAfter: nil)

@@ -60,6 +60,8 @@ actor TransferScheduler: FetchObserver {
     var wakeTimer: Task<Void, Never>?
     /// Set by `stopAll`: from then on no transfer starts and no timer is armed.
     var stopping = false
+    /// Between logind's `PrepareForSleep(true)` and `(false)`: nothing is decided, no transfer starts.
+    var asleep = false
     /// The host's power as last heard (UPower, power-profiles-daemon); nothing known satisfies every power constraint.
     var power = PowerFacts()
 
@@ -220,7 +222,8 @@ actor TransferScheduler: FetchObserver {
     /// Re-decides every job against its route and the clock, then starts queued ones in order up to the limit
     /// and arms the timer for the next retry or refresh check.
     func reschedule() {
-        guard !stopping else { return }
+        // Asleep, jobs stay as the sleep left them (a stopped one with its reason) until the resume decides again.
+        guard !stopping, !asleep else { return }
         // One moment for the whole pass, and a route only for the jobs it can change (most jobs of a large queue
         // are completed ones kept fresh, whose check is not due).
         let now = moment()

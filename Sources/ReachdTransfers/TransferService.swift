@@ -98,6 +98,7 @@ public enum TransferService {
         services.add(started: scheduler)
         try await scheduler.load()
         if let power = PowerSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: power) }
+        if let sleep = SleepSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: sleep) }
         if let time = TimeChanges.follow(logger: logger, onChange: { _ in Task { await scheduler.reschedule() } }) {
             services.add(started: time)
         }

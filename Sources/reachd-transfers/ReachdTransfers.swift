@@ -79,7 +79,7 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Bus where NetworkManager's metered flags and ModemManager's roaming modems are read, for netlink verdicts (reachd's verdicts carry reachd's own).")
     var networkmanager: Bus = .system
 
-    @Option(help: "Bus where UPower and power-profiles-daemon are read, for jobs' power constraints (none: they are taken as met).")
+    @Option(help: "Bus where UPower and power-profiles-daemon are read, for jobs' power constraints, and logind's sleep followed (none: the constraints are taken as met, and transfers are not stopped before a sleep).")
     var power: Bus = .system
 
     func validate() throws {
