@@ -267,7 +267,7 @@ let package = Package(
             name: "ReachdMonitorTests",
             dependencies: ["ReachdMonitor", "ReachdModel", "ReachdConfig", "ReachdSystem", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdTestSupport"]),
+        .testTarget(name: "ReachdNetworkTests", dependencies: ["ReachdNetwork", "ReachdModel", "ReachdConfig", "ReachdProtocol", "ReachdSystem", "ReachdTestSupport"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ReachdClient", "ReachdProtocol", "ReachdModel", "ReachdNetlink", "CNetlink", "ReachdTransferModel", "ReachdTransferClient",

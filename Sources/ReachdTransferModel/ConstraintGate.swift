@@ -52,12 +52,28 @@ public struct GateFacts: Hashable, Sendable {
     public var freeBytes: Int64?
     /// The route's roaming; nil when not known (satisfies `not-roaming`).
     public var roaming: RoamingFact?
+    /// Why the destination's free space is not known yet (`storageNotLow` waits): its file system is being read,
+    /// or does not answer.
+    public var destination: DestinationWait?
+    /// While the wall clock cannot be trusted yet (`ClockTrust`): the latest time the job table holds, which the
+    /// clock reads before. Jobs with times (not-before, a window, a deadline) wait.
+    public var clockBehind: Timestamp?
 
-    public init(power: PowerFacts = PowerFacts(), freeBytes: Int64? = nil, roaming: RoamingFact? = nil) {
+    public init(power: PowerFacts = PowerFacts(), freeBytes: Int64? = nil, roaming: RoamingFact? = nil, destination: DestinationWait? = nil,
+                clockBehind: Timestamp? = nil) {
         self.power = power
         self.freeBytes = freeBytes
         self.roaming = roaming
+        self.destination = destination
+        self.clockBehind = clockBehind
     }
+}
+
+/// Why a destination's free space is not known (`GateFacts.destination`).
+public enum DestinationWait: Hashable, Sendable {
+    case reading
+    /// Its file system has not answered for `DestinationLooks.answerSeconds` (the directory looked at).
+    case notAnswering(String)
 }
 
 /// A job's constraints weighed against its route, the facts and the clock.
@@ -77,6 +93,9 @@ extension TransferGate {
         guard reach == .run, let verdict = route.verdict else { return reach }
         let asked = job.constraints
         if asked.now { return .run }
+        if let behind = route.facts.clockBehind, asked.notBefore != nil || asked.window != nil || asked.deadline != nil {
+            return .wait(reason: "waiting: the clock is not set yet (it reads before the job table's last change, \(behind))")
+        }
         var relaxed = false
         if let deadline = asked.deadline, now >= deadline {
             if asked.afterDeadline == .fail {
@@ -85,6 +104,7 @@ extension TransferGate {
             relaxed = true
         }
         if let wait = timeWait(asked, now: now, zone: zone) ?? powerWait(asked, route.facts.power) { return .wait(reason: wait) }
+        if asked.storageNotLow, !job.isUpload, let destination = route.facts.destination { return .wait(reason: Self.text(destination)) }
         if asked.storageNotLow, !job.isUpload, route.facts.freeBytes != nil, size == nil, !sizeChecked { return .needSize }
         if let wait = storageWait(job, size: size, free: route.facts.freeBytes) { return .wait(reason: wait) }
         if relaxed { return .run }
@@ -144,6 +164,13 @@ extension TransferGate {
         guard free < needed else { return nil }
         let unit = UInt64(max(needed, 1))
         return "waiting: \(Self.decimal(UInt64(max(0, free)), like: unit)) free at the destination, the job needs \(Self.decimal(UInt64(still), like: unit)) more and leaves \(Self.decimal(UInt64(Self.storageMarginBytes), like: unit))"
+    }
+
+    private static func text(_ destination: DestinationWait) -> String {
+        switch destination {
+        case .reading: "waiting: reading the free space at the destination"
+        case .notAnswering(let directory): "waiting: the file system of \(directory) does not answer"
+        }
     }
 
     /// `4.6 of 5.0 GB used on wwan0 this month`.

@@ -1,4 +1,5 @@
 import ReachdModel
+import ReachdSystem
 import ReachdTransferModel
 #if canImport(Glibc)
 import Glibc
@@ -16,16 +17,61 @@ extension TransferScheduler {
         reschedule()
     }
 
-    /// The facts for `job`: the free space is looked at only for a job that asks for it.
+    /// The facts for `job`: the free space is looked at only for a job that asks for it, off the scheduler
+    /// (`DestinationLooks`): a destination that does not answer holds its own jobs only.
     func facts(for job: Job, verdict: Verdict?) -> GateFacts {
-        GateFacts(power: power, freeBytes: job.constraints.storageNotLow && !job.isUpload ? Self.freeBytes(besides: job.file) : nil,
-                  roaming: RoamingFact(verdict: verdict))
+        var facts = GateFacts(power: power, roaming: RoamingFact(verdict: verdict), clockBehind: clock.behind)
+        guard job.constraints.storageNotLow, !job.isUpload, let slash = job.file.lastIndex(of: "/") else { return facts }
+        let directory = slash == job.file.startIndex ? "/" : String(job.file[..<slash])
+        let (answer, look) = destinations.answer(for: directory, now: MonotonicClock.nanoseconds())
+        if look { lookAtFreeSpace(in: directory) }
+        switch answer {
+        case .free(let bytes): facts.freeBytes = bytes
+        case .reading: facts.destination = .reading
+        case .notAnswering: facts.destination = .notAnswering(directory)
+        }
+        return facts
     }
 
-    /// Bytes an unprivileged writer may still use on the file system of `path`'s directory; nil when it cannot be read.
-    static func freeBytes(besides path: String) -> Int64? {
-        guard let slash = path.lastIndex(of: "/") else { return nil }
-        let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+    /// The wall clock was set or the zone changed: every job's times are planned again (a set clock is trusted).
+    func timeChanged(_ change: TimeChanges.Change) {
+        if change == .clockSet, clock.behind != nil {
+            clock.clockWasSet()
+            logger.info("the clock is trusted now: jobs' times hold")
+        }
+        reschedule()
+    }
+
+    /// What the clock is still behind (`ClockTrust`), looking at systemd-timesyncd's word.
+    func checkClock(at now: Timestamp) -> Timestamp? {
+        clock.check(now: now, synchronized: access("/run/systemd/timesync/synchronized", F_OK) == 0)
+    }
+
+    /// Reads the free space of `directory` on a thread of its own; the jobs are decided again when it answers,
+    /// and once `answerSeconds` have passed (a look still under way then shows as not answering).
+    private func lookAtFreeSpace(in directory: String) {
+        do {
+            try DetachedThread.start { [weak self] in
+                let bytes = Self.freeBytes(in: directory)
+                Task { await self?.looked(at: directory, bytes: bytes) }
+            }
+        } catch {
+            destinations.looked(directory, bytes: nil, now: MonotonicClock.nanoseconds())
+            return
+        }
+        Task { [weak self] in
+            try? await Task.sleep(for: .seconds(Double(DestinationLooks.answerSeconds)))
+            await self?.reschedule()
+        }
+    }
+
+    private func looked(at directory: String, bytes: Int64?) {
+        destinations.looked(directory, bytes: bytes, now: MonotonicClock.nanoseconds())
+        reschedule()
+    }
+
+    /// Bytes an unprivileged writer may still use on the file system of `directory`; nil when it cannot be read.
+    static func freeBytes(in directory: String) -> Int64? {
         var info = statvfs()
         guard statvfs(directory, &info) == 0 else { return nil }
         let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))

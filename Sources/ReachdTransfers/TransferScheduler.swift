@@ -60,6 +60,10 @@ actor TransferScheduler: FetchObserver {
     var wakeTimer: Task<Void, Never>?
     /// Set by `stopAll`: from then on no transfer starts and no timer is armed.
     var stopping = false
+    /// Whether the wall clock can be trusted for jobs' times yet.
+    var clock = ClockTrust(latest: nil)
+    /// The destinations' free space, looked at off the scheduler.
+    var destinations = DestinationLooks()
     /// Between logind's `PrepareForSleep(true)` and `(false)`: nothing is decided, no transfer starts.
     var asleep = false
     /// The host's power as last heard (UPower, power-profiles-daemon); nothing known satisfies every power constraint.
@@ -86,6 +90,10 @@ actor TransferScheduler: FetchObserver {
         }
         let stored = table.jobs
         nextSequence = try store.nextSequence()
+        clock = ClockTrust(latest: stored.lazy.map(\.updated).max())
+        if let behind = checkClock(at: .now()) {
+            logger.warning("the wall clock reads before the job table's last change (\(behind)): jobs with times wait until it is set")
+        }
         for job in stored {
             var machine = JobMachine(job, rules: settings.rules)
             let partialSize = job.state.isTerminal ? 0 : await PartialFile.size(of: job, files: files)
@@ -227,6 +235,7 @@ actor TransferScheduler: FetchObserver {
         // One moment for the whole pass, and a route only for the jobs it can change (most jobs of a large queue
         // are completed ones kept fresh, whose check is not due).
         let now = moment()
+        if clock.behind != nil, checkClock(at: now.now) == nil { logger.info("the wall clock is trusted now: jobs' times hold") }
         var routes: [(id: String, route: JobRoute)] = []
         for (id, cell) in machines where cell.reevaluates(at: now.now) { routes.append((id, route(of: cell.job))) }
         for (id, route) in routes {

@@ -99,7 +99,7 @@ public enum TransferService {
         try await scheduler.load()
         if let power = PowerSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: power) }
         if let sleep = SleepSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: sleep) }
-        if let time = TimeChanges.follow(logger: logger, onChange: { _ in Task { await scheduler.reschedule() } }) {
+        if let time = TimeChanges.follow(logger: logger, onChange: { change in Task { await scheduler.timeChanged(change) } }) {
             services.add(started: time)
         }
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)

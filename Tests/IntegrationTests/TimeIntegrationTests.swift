@@ -68,6 +68,39 @@ final class TimeIntegrationTests: XCTestCase {
         XCTAssertTrue(lab.log.contains("the local time zone changed"), lab.log)
     }
 
+    /// A clock that reads before the job table's last change (a device without a real-time clock, booted 400 days
+    /// in the past) is not trusted for jobs' times: a job whose window is open at this time of day waits, saying
+    /// why, while one without times runs; once the clock is set, the window holds.
+    func testAClockBehindTheJobTableHoldsJobsWithTimesUntilItIsSet() throws {
+        lab = try TransferLab()
+        try lab.startTestServer()
+        try lab.lab.zoneFile("Asia/Tokyo")
+        let shiftFile = lab.lab.directory + "/clock-shift"
+        try "0\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
+        chmod(shiftFile, 0o644)
+        let environment = ["LD_PRELOAD": try clockShiftLibrary(), "REACHD_CLOCK_SHIFT_FILE": shiftFile]
+        try lab.startDaemon(environment: environment)
+        let sum = try lab.serve("c.bin", bytes: 300_000)
+        let first = try lab.add(lab.url("c.bin"), output: lab.out + "/first.bin")
+        _ = try lab.waitFor(first, "completed on the set clock") { $0.state == .completed }
+        lab.stopDaemon()
+
+        try "-34560000\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
+        try lab.startDaemon(environment: environment)
+        let tokyo = Int(Date().timeIntervalSince1970) + TimeZone(identifier: "Asia/Tokyo")!.secondsFromGMT()
+        let minute = tokyo / 60 % 1440
+        let windowed = try lab.add(lab.url("c.bin"), output: lab.out + "/w.bin", ["--window", "\(clock((minute + 1410) % 1440))-\(clock((minute + 90) % 1440))"])
+        let plain = try lab.add(lab.url("c.bin"), output: lab.out + "/p.bin")
+        _ = try lab.waitFor(plain, "completed without times") { $0.state == .completed }
+        let held = try lab.waitFor(windowed, "held until the clock is set") { $0.state == .deferred && $0.reason != nil }
+        XCTAssertTrue((held.reason ?? "").hasPrefix("waiting: the clock is not set yet (it reads before the job table's last change, "), held.reason ?? "")
+
+        try "0\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
+        try ClockStep.byANanosecondAndBack()
+        _ = try lab.waitFor(windowed, "completed in its window on the set clock") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/w.bin"), sum)
+    }
+
     /// Tests/Support/clock_shift.c built into the lab's directory (readable by the daemon's user).
     private func clockShiftLibrary() throws -> String {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Support/clock_shift.c").standardized.path

@@ -130,6 +130,37 @@ final class ConstraintGateTests: XCTestCase {
         XCTAssertEqual(decide(job([:]), free(0)), .run, "not asked")
     }
 
+    func testADestinationBeingReadOrNotAnsweringHoldsOnlyJobsThatAskForFreeSpace() {
+        let asking = job(["storageNotLow": "true"])
+        XCTAssertEqual(decide(asking, route(facts: GateFacts(destination: .reading))), .wait(reason: "waiting: reading the free space at the destination"))
+        XCTAssertEqual(decide(asking, route(facts: GateFacts(destination: .notAnswering("/mnt/nfs")))),
+                       .wait(reason: "waiting: the file system of /mnt/nfs does not answer"))
+        XCTAssertEqual(decide(job([:]), route(facts: GateFacts(destination: .notAnswering("/mnt/nfs")))), .run)
+        XCTAssertEqual(decide(job(["storageNotLow": "true"], upload: true), route(facts: GateFacts(destination: .reading))), .run)
+    }
+
+    /// A clock behind the job table's last change holds jobs with times only, and `--now` not at all.
+    func testAClockNotSetYetHoldsJobsWithTimes() {
+        let behind = route(facts: GateFacts(clockBehind: utc(2026, 11, 26, 12, 0)))
+        let wait = TransferGate.Decision.wait(reason: "waiting: the clock is not set yet (it reads before the job table's last change, 2026-11-26T12:00:00.000000Z)")
+        for asked in [["window": "00:00-23:59"], ["notBefore": "2001-01-01T00:00:00Z"], ["deadline": "2099-01-01T00:00:00Z"]] {
+            XCTAssertEqual(decide(job(asked), behind, at: utc(2001, 1, 1, 12, 0)), wait, "\(asked)")
+        }
+        XCTAssertEqual(decide(job([:]), behind, at: utc(2001, 1, 1, 12, 0)), .run)
+        XCTAssertEqual(decide(job(["now": "true", "window": "01:00-02:00"]), behind, at: utc(2001, 1, 1, 12, 0)), .run)
+
+        var trust = ClockTrust(latest: utc(2026, 11, 26, 12, 0))
+        XCTAssertEqual(trust.check(now: utc(2001, 1, 1, 0, 0), synchronized: false), utc(2026, 11, 26, 12, 0))
+        XCTAssertNil(trust.check(now: utc(2026, 11, 26, 12, 0), synchronized: false), "as late as the table: trusted")
+        XCTAssertNil(trust.check(now: utc(2001, 1, 1, 0, 0), synchronized: false), "and stays so")
+        var synchronized = ClockTrust(latest: utc(2026, 11, 26, 12, 0))
+        XCTAssertNil(synchronized.check(now: utc(2001, 1, 1, 0, 0), synchronized: true))
+        var set = ClockTrust(latest: utc(2026, 11, 26, 12, 0))
+        set.clockWasSet()
+        XCTAssertNil(set.behind)
+        XCTAssertNil(ClockTrust(latest: nil).behind, "an empty table: nothing to be behind")
+    }
+
     func testNowSkipsEveryDeferralButNotReachability() {
         let asked = job(["now": "true", "power": "on-ac-power", "window": "01:00-06:00", "network": "unmetered"])
         let battery = GateFacts(power: PowerFacts(onBattery: true, batteryPercent: 20))

@@ -1,0 +1,77 @@
+import Foundation
+import ReachdTransferModel
+import XCTest
+
+/// A destination whose file system does not answer (Tests/Support/hanging_fs.py, a FUSE file system passing through
+/// to a directory, whose statfs waits until released: an NFS server that stopped answering): `--storage-not-low` looks at the free space off
+/// the scheduler, so only that destination's job waits, with a reason, and the others go on.
+final class DestinationIntegrationTests: XCTestCase {
+    private var lab: TransferLab!
+    private var fileSystem: Process?
+    private var mountPoint = "", release = ""
+
+    override func tearDown() {
+        if let fileSystem {
+            releaseFileSystem()
+            _ = try? lab.lab.run("umount -l \(mountPoint)")
+            if fileSystem.isRunning { fileSystem.terminate() }
+            fileSystem.waitUntilExit()
+        }
+        lab?.tearDown()
+        lab = nil
+    }
+
+    func testADestinationThatDoesNotAnswerHoldsOnlyItsOwnJob() throws {
+        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/fuse.py"), FileManager.default.fileExists(atPath: "/dev/fuse") else {
+            throw XCTSkip("python3-fuse and /dev/fuse are needed")
+        }
+        lab = try TransferLab()
+        try mountHangingFileSystem()
+        try lab.startTestServer()
+        try lab.startDaemon()
+        let sum = try lab.serve("h.bin", bytes: 300_000)
+        let hung = try lab.add(lab.url("h.bin"), output: mountPoint + "/h.bin", ["--storage-not-low"])
+        let other = try lab.add(lab.url("h.bin"), output: lab.out + "/o.bin", ["--storage-not-low"])
+        _ = try lab.waitFor(other, "completed beside the destination that does not answer") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(lab.out + "/o.bin"), sum)
+        _ = try lab.waitFor(hung, "waiting for its destination") {
+            $0.state == .deferred && $0.reason == "waiting: the file system of \(self.mountPoint) does not answer"
+        }
+
+        releaseFileSystem()
+        // Looked at again once the look under way answers: 1 MiB free, short of the 64 MiB margin.
+        let judged = try lab.waitFor(hung, "judged on its free space") { ($0.reason ?? "").contains("free at the destination") }
+        XCTAssertEqual(judged.state, .deferred)
+    }
+
+    /// Mounts the file system at `mountPoint` before the daemon starts (`ip netns exec` copies the mount table).
+    private func mountHangingFileSystem() throws {
+        mountPoint = lab.lab.directory + "/nfs"
+        release = lab.lab.directory + "/release"
+        let backing = lab.lab.directory + "/nfs-backing"
+        for directory in [mountPoint, backing] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        _ = try lab.lab.run("chown \(lab.daemonUID):\(lab.daemonGID) \(backing) && chmod 755 \(backing)")
+        guard mkfifo(release, 0o600) == 0 else { throw LabError("mkfifo \(release)") }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Support/hanging_fs.py").standardized.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [script, backing, mountPoint, release]
+        let log = lab.lab.directory + "/hanging_fs.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        fileSystem = process
+        try eventually("the FUSE file system mounted", detail: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "") {
+            (try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)).contains(" \(mountPoint) ")
+        }
+    }
+
+    /// Lets every statfs answer (nothing happens when it was let go already).
+    private func releaseFileSystem() {
+        let fd = open(release, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = write(fd, "go\n", 3)
+        close(fd)
+    }
+}
