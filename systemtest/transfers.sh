@@ -121,6 +121,23 @@ mirror_granted() {
 }
 check "... and once granted (group reachd-transfers, ReadWritePaths=), the job completes: the file is reachd-transfers', which runs with no capability" mirror_granted
 
+# A new zone under the system instance's sandbox (as timedatectl sets it: a new link renamed over the old): a job
+# whose window is open now in Tokyo, and shut in the zone the instance started in (UTC, 9 hours behind), runs.
+zone_followed() {
+    local old job now window
+    old=$(X readlink /etc/localtime) || old=/usr/share/zoneinfo/Etc/UTC
+    X sh -c 'ln -sf /usr/share/zoneinfo/Asia/Tokyo /etc/.localtime.new && mv -T /etc/.localtime.new /etc/localtime' || return 1
+    now=$(X sh -c 'TZ=Asia/Tokyo date +%s') || return 1
+    window="$(X date -u -d "@$((now + 9 * 3600 - 1800))" +%H:%M)-$(X date -u -d "@$((now + 9 * 3600 + 5400))" +%H:%M)"
+    job=$(X reachctl download add http://192.0.2.1:8080/file.bin --output /srv/mirror/zone.bin --window "$window") \
+        || { echo "add: $job"; X ln -sfT "$old" /etc/localtime; return 1; }
+    X reachctl download wait "$job" --timeout 60 >/dev/null || { X reachctl download show "$job"; X ln -sfT "$old" /etc/localtime; return 1; }
+    X ln -sfT "$old" /etc/localtime || return 1
+    X journalctl -u reachd-transfers.service --no-pager | grep -q "the local time zone changed" \
+        || { echo "no zone change in the journal"; return 1; }
+}
+check "the system instance follows a new zone under its sandbox: a window open in Tokyo, shut in UTC, runs once /etc/localtime says Tokyo" zone_followed
+
 # upload_done WHO JOB: waits for the upload JOB of WHO (alice, or X for root) to complete.
 upload_done() {
     local run=(as "$1"); [ "$1" = X ] && run=(X)

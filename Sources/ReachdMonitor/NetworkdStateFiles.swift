@@ -39,15 +39,7 @@ package final class NetworkdStateFiles: @unchecked Sendable {
     /// `onChange` gets every new map of interface index → facts (on this source's thread, and once in `start`).
     package init(root: String = NetworkdStateFiles.defaultRoot, logger: Logger,
                  onChange: @escaping @Sendable ([Int32: NetworkdLinkFacts]) -> Void) throws {
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { throw SystemCallError(call: "inotify_init1", errno: .current) }
-        do {
-            thread = try PollThread()
-        } catch {
-            close(fd)
-            throw error
-        }
-        inotify = fd
+        (inotify, thread) = try InotifyEvents.descriptorAndThread()
         self.root = root
         self.logger = logger
         self.onChange = onChange

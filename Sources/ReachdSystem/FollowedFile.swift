@@ -36,15 +36,7 @@ package final class FollowedFile<Value: Equatable & Sendable>: @unchecked Sendab
     /// `read` makes a value of the file at a path (one that does not exist included); `onChange` gets it once in
     /// `start`, then each time it changes (on this source's thread).
     package init(path: String, read: @escaping @Sendable (String) -> Value, onChange: @escaping @Sendable (Value) -> Void) throws(SystemCallError) {
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { throw SystemCallError(call: "inotify_init1", errno: .current) }
-        do {
-            thread = try PollThread()
-        } catch {
-            close(fd)
-            throw error
-        }
-        inotify = fd
+        (inotify, thread) = try InotifyEvents.descriptorAndThread()
         self.path = path
         self.read = read
         self.onChange = onChange

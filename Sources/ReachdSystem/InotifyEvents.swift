@@ -34,6 +34,21 @@ package enum InotifyEvents {
     }
 }
 
+extension InotifyEvents {
+    /// A non-blocking, close-on-exec inotify descriptor and a poll thread to follow it on (the descriptor is
+    /// closed again when the thread cannot be made).
+    package static func descriptorAndThread() throws(SystemCallError) -> (inotify: Int32, thread: PollThread) {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { throw SystemCallError(call: "inotify_init1", errno: .current) }
+        do {
+            return (fd, try PollThread())
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+}
+
 extension PollThread {
     /// Starts the thread waiting on the inotify descriptor `fd` alone, with no time limit; `drain` runs on the
     /// thread whenever it has events.

@@ -20,11 +20,8 @@ final class TimeIntegrationTests: XCTestCase {
     func testAStepOfTheWallClockStartsTheJobsWhoseTimeItPassed() throws {
         lab = try TransferLab()
         try lab.startTestServer()
-        let shiftFile = lab.lab.directory + "/clock-shift"
-        try "0\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
-        chmod(shiftFile, 0o644)
         try lab.lab.zoneFile("Asia/Tokyo")
-        try lab.startDaemon(environment: ["LD_PRELOAD": try clockShiftLibrary(), "REACHD_CLOCK_SHIFT_FILE": shiftFile])
+        let shiftFile = try startDaemonOnAShiftedClock()
         let sum = try lab.serve("t.bin", bytes: 300_000)
         let now = Timestamp.now()
         let notBefore = try lab.add(lab.url("t.bin"), output: lab.out + "/n.bin",
@@ -75,18 +72,14 @@ final class TimeIntegrationTests: XCTestCase {
         lab = try TransferLab()
         try lab.startTestServer()
         try lab.lab.zoneFile("Asia/Tokyo")
-        let shiftFile = lab.lab.directory + "/clock-shift"
-        try "0\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
-        chmod(shiftFile, 0o644)
-        let environment = ["LD_PRELOAD": try clockShiftLibrary(), "REACHD_CLOCK_SHIFT_FILE": shiftFile]
-        try lab.startDaemon(environment: environment)
+        let shiftFile = try startDaemonOnAShiftedClock()
         let sum = try lab.serve("c.bin", bytes: 300_000)
         let first = try lab.add(lab.url("c.bin"), output: lab.out + "/first.bin")
         _ = try lab.waitFor(first, "completed on the set clock") { $0.state == .completed }
         lab.stopDaemon()
 
         try "-34560000\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
-        try lab.startDaemon(environment: environment)
+        _ = try startDaemonOnAShiftedClock(shiftFile: shiftFile)
         let tokyo = Int(Date().timeIntervalSince1970) + TimeZone(identifier: "Asia/Tokyo")!.secondsFromGMT()
         let minute = tokyo / 60 % 1440
         let windowed = try lab.add(lab.url("c.bin"), output: lab.out + "/w.bin", ["--window", "\(clock((minute + 1410) % 1440))-\(clock((minute + 90) % 1440))"])
@@ -101,12 +94,19 @@ final class TimeIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/w.bin"), sum)
     }
 
-    /// Tests/Support/clock_shift.c built into the lab's directory (readable by the daemon's user).
-    private func clockShiftLibrary() throws -> String {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Support/clock_shift.c").standardized.path
+    /// Starts reachd-transfers with its wall clock shifted by the seconds in the file it returns (Tests/Support/
+    /// clock_shift.c, built into the lab's directory); `shiftFile`: one made before (else a new one, shift 0).
+    private func startDaemonOnAShiftedClock(shiftFile: String? = nil) throws -> String {
         let library = lab.lab.directory + "/clock_shift.so"
-        try lab.lab.run("cc -shared -fPIC -O2 -o \(library) \(source) && chmod 755 \(library)")
-        return library
+        let file = shiftFile ?? lab.lab.directory + "/clock-shift"
+        if shiftFile == nil {
+            let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Support/clock_shift.c").standardized.path
+            try lab.lab.run("cc -shared -fPIC -O2 -o \(library) \(source) && chmod 755 \(library)")
+            try "0\n".write(toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o644)
+        }
+        try lab.startDaemon(environment: ["LD_PRELOAD": library, "REACHD_CLOCK_SHIFT_FILE": file])
+        return file
     }
 
     private func clock(_ minute: Int) -> String {

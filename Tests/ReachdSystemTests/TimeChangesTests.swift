@@ -22,16 +22,19 @@ final class TimeChangesTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Each step of +1 ns and back may be told once or twice (the thread may read between the two steps).
     func testASetClockIsReported() throws {
         let changes = Changes()
         let source = try TimeChanges(zoneFile: nil) { changes.append($0) }
         try source.start()
         defer { source.stop() }
         XCTAssertEqual(changes.all, [])
-        try ClockStep.byANanosecondAndBack()
-        XCTAssertTrue(changes.wait { $0 == [.clockSet] }, "\(changes.all)")
-        try ClockStep.byANanosecondAndBack()
-        XCTAssertTrue(changes.wait { $0 == [.clockSet, .clockSet] }, "\(changes.all)")
+        for _ in 0..<2 {
+            let before = changes.all.count
+            try ClockStep.byANanosecondAndBack()
+            XCTAssertTrue(changes.wait { $0.count > before }, "\(changes.all)")
+        }
+        XCTAssertEqual(Set(changes.all), [.clockSet])
     }
 
     /// `/etc/localtime` as timedatectl changes it (a new link renamed over the old) and as a copy written in
@@ -47,20 +50,23 @@ final class TimeChangesTests: XCTestCase {
 
         try FileManager.default.createSymbolicLink(atPath: directory + "/.localtime.new", withDestinationPath: "/usr/share/zoneinfo/America/New_York")
         XCTAssertEqual(rename(directory + "/.localtime.new", path), 0)
-        XCTAssertTrue(changes.wait { $0 == [.zoneChanged] }, "\(changes.all)")
+        XCTAssertTrue(changes.wait { Self.zoneChanges($0) == 1 }, "\(changes.all)")
 
         let copy = directory + "/zone"
         try FileManager.default.copyItem(atPath: "/usr/share/zoneinfo/Europe/Paris", toPath: copy)
-        try FileManager.default.removeItem(atPath: path)
-        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: copy)
-        XCTAssertTrue(changes.wait { $0 == [.zoneChanged, .zoneChanged] }, "\(changes.all)")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/.localtime.new", withDestinationPath: copy)
+        XCTAssertEqual(rename(directory + "/.localtime.new", path), 0)
+        XCTAssertTrue(changes.wait { Self.zoneChanges($0) == 2 }, "\(changes.all)")
         let tokyo = try Data(contentsOf: URL(fileURLWithPath: "/usr/share/zoneinfo/Asia/Tokyo"))
         let file = try FileHandle(forWritingTo: URL(fileURLWithPath: copy))
         try file.truncate(atOffset: 0)
         try file.write(contentsOf: tokyo)
         try file.close()
-        XCTAssertTrue(changes.wait { $0 == [.zoneChanged, .zoneChanged, .zoneChanged] }, "\(changes.all)")
+        XCTAssertTrue(changes.wait { Self.zoneChanges($0) == 3 }, "\(changes.all)")
     }
+
+    /// Zone changes among `changes` (a step of the host's clock by someone else may come between them).
+    private static func zoneChanges(_ changes: [TimeChanges.Change]) -> Int { changes.count { $0 == .zoneChanged } }
 }
 
 /// What a `TimeChanges` reported, in order, with a wait for a condition on it.
