@@ -118,6 +118,10 @@ extension TransferGate {
             let via = verdict.interface.map { " (\($0))" } ?? ""
             return .wait(reason: "waiting: route to \(route.host) is metered\(via); the job asks for an unmetered one")
         }
+        if asked.network.contains(.withinBudget), verdict.budget == nil, !asked.network.contains(.any) {
+            // No budget known for the route: its use is unknown, which never weakens the metered rule.
+            return decide(host: route.host, verdict: verdict, size: size, sizeChecked: sizeChecked, allowMetered: job.allowMetered)
+        }
         if asked.network.contains(.withinBudget), let budget = verdict.budget {
             let used = budgetText(budget, link: verdict.interface)
             if budget.state == .over { return .wait(reason: "waiting: \(used)") }

@@ -3,7 +3,7 @@ import ReachdTransferModel
 
 /// The constraints `download add` and `upload add` take (docs/transfers.md, "Constraints").
 struct ConstraintOptions: ParsableArguments {
-    @Option(help: "What the route may cost, a comma-separated list: any, unmetered (small transfers wait too), not-roaming, within-budget (what is left to move must fit the link's data budget). Any of them but unmetered allows a metered route. Default: large transfers wait for an unmetered route.")
+    @Option(help: "What the route may cost, a comma-separated list: any, unmetered (small transfers wait too), not-roaming, within-budget (what is left to move must fit the link's data budget). Any of them but unmetered allows a metered route (within-budget only where the link's budget is known). Default: large transfers wait for an unmetered route.")
     var network: String?
 
     @Option(help: "A comma-separated list: on-ac-power, battery-not-low, not-power-saver. A host without a battery, UPower or power-profiles-daemon satisfies them.")

@@ -71,7 +71,10 @@ final class ConstraintGateTests: XCTestCase {
              route(metered: true, budget: month), .run),
             ("within-budget: over", job(["network": "within-budget"], total: 10), route(metered: true, budget: over),
              .wait(reason: "waiting: 5.1 of 5.0 GB used on wwan0 today")),
-            ("within-budget: no budget on the link", job(["network": "within-budget"]), route(metered: true), .run),
+            ("within-budget: no budget known on a metered link, the metered rule", job(["network": "within-budget"]), route(metered: true),
+             .wait(reason: "deferred: route to a.test is metered (wwan0), 5000 bytes exceed the metered threshold of 1000; waits for an unmetered route or --allow-metered")),
+            ("within-budget: no budget known on an unmetered link", job(["network": "within-budget"]), route(), .run),
+            ("within-budget and any: no budget known", job(["network": "within-budget,any"]), route(metered: true), .run),
             ("not-roaming and within-budget: both hold", job(["network": "not-roaming,within-budget"], total: 1_000_000_000),
              route(metered: true, facts: home, budget: month), .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month; the job needs 1.0 GB more")),
         ]
