@@ -55,6 +55,9 @@ public struct GateFacts: Hashable, Sendable {
     /// Why the destination's free space is not known yet (`storageNotLow` waits): its file system is being read,
     /// or does not answer.
     public var destination: DestinationWait?
+    /// Bytes of the route's link budget promised to other running `within-budget` jobs: what they still have to
+    /// move, which the budget's count does not hold yet.
+    public var budgetReserved: UInt64 = 0
     /// While the wall clock cannot be trusted yet (`ClockTrust`): the latest time the job table holds, which the
     /// clock reads before. Jobs with times (not-before, a window, a deadline) wait.
     public var clockBehind: Timestamp?
@@ -126,9 +129,11 @@ extension TransferGate {
             let used = budgetText(budget, link: verdict.interface)
             if budget.state == .over { return .wait(reason: "waiting: \(used)") }
             guard let size else { return sizeChecked ? .wait(reason: "waiting: size unknown, so it may not fit the budget; \(used)") : .needSize }
-            let still = UInt64(max(0, size - job.bytesMoved))
-            if still > budget.limitBytes - min(budget.usedBytes, budget.limitBytes) {
-                return .wait(reason: "waiting: \(used); the job needs \(Self.decimal(still, like: budget.limitBytes)) more")
+            let still = UInt64(max(0, size - job.bytesMoved)), reserved = route.facts.budgetReserved
+            let left = budget.limitBytes - min(budget.usedBytes, budget.limitBytes)
+            if still > left - min(reserved, left) {
+                let promised = reserved == 0 ? "" : ", \(Self.decimal(reserved, like: budget.limitBytes)) more promised to running jobs"
+                return .wait(reason: "waiting: \(used)\(promised); the job needs \(Self.decimal(still, like: budget.limitBytes)) more")
             }
         }
         return .run

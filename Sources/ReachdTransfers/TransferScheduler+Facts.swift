@@ -21,6 +21,9 @@ extension TransferScheduler {
     /// (`DestinationLooks`): a destination that does not answer holds its own jobs only.
     func facts(for job: Job, verdict: Verdict?) -> GateFacts {
         var facts = GateFacts(power: power, roaming: RoamingFact(verdict: verdict), clockBehind: clock.behind)
+        if job.constraints.network.contains(.withinBudget), let link = verdict?.interface {
+            facts.budgetReserved = budgetReserved(on: link, besides: job.id)
+        }
         guard job.constraints.storageNotLow, !job.isUpload, let slash = job.file.lastIndex(of: "/") else { return facts }
         let directory = slash == job.file.startIndex ? "/" : String(job.file[..<slash])
         let (answer, look) = destinations.answer(for: directory, now: MonotonicClock.nanoseconds())
@@ -31,6 +34,15 @@ extension TransferScheduler {
         case .notAnswering: facts.destination = .notAnswering(directory)
         }
         return facts
+    }
+
+    /// What the running `within-budget` jobs on `link` other than `id` still have to move (their sizes known).
+    func budgetReserved(on link: String, besides id: String) -> UInt64 {
+        running.keys.reduce(into: UInt64(0)) { sum, other in
+            guard other != id, let job = machines[other]?.job, job.constraints.network.contains(.withinBudget), let total = job.bytesTotal,
+                  verdict(for: job)?.interface == link else { return }
+            sum &+= UInt64(max(0, total - job.bytesMoved))
+        }
     }
 
     /// The wall clock was set or the zone changed: every job's times are planned again (a set clock is trusted).

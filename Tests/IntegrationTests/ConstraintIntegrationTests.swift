@@ -127,6 +127,28 @@ final class ConstraintIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
     }
 
+    /// Two within-budget jobs that each fit what is left of the budget, but not together: the second waits while
+    /// the first runs, since what the first still has to move is promised to it.
+    func testWithinBudgetJobsReserveWhatTheyStillNeed() throws {
+        lab = try TransferLab(eth0: false)
+        try lab.startTestServer()
+        let state = lab.lab.directory + "/reachd-state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try lab.lab.startDaemon(config: "[[budget]]\ninterface = \"wwan*\"\nlimit = 10000000\nperiod = \"day\"\n",
+                                arguments: ["--sysfs-root", "/sys", "--state-directory", state])
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n",
+                            arguments: ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath])
+        let sum = try lab.serve("r.bin", bytes: 6_000_000)
+        let first = try lab.add(lab.url("r.bin?rate=1000000"), output: lab.out + "/first.bin", ["--network", "within-budget"])
+        _ = try lab.waitFor(first, "running") { $0.state == .running && $0.bytesMoved > 0 }
+        let second = try lab.add(lab.url("r.bin"), output: lab.out + "/second.bin", ["--network", "within-budget"])
+        let waiting = try lab.waitFor(second, "waiting for what the first still needs") { ($0.reason ?? "").contains("promised to running jobs") }
+        XCTAssertEqual(waiting.state, .deferred, waiting.reason ?? "")
+        XCTAssertEqual(waiting.bytesMoved, 0)
+        XCTAssertEqual(try lab.waitFor(first, "completed") { $0.state.isTerminal }.state, .completed)
+        XCTAssertEqual(try lab.sha256(lab.out + "/first.bin"), sum)
+    }
+
     func testConstraintOptionsAreChecked() throws {
         lab = try TransferLab()
         try lab.startDaemon()

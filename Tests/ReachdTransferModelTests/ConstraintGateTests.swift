@@ -79,6 +79,13 @@ final class ConstraintGateTests: XCTestCase {
              route(metered: true, facts: home, budget: month), .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month; the job needs 1.0 GB more")),
         ]
         for (name, job, route, expected) in table { XCTAssertEqual(decide(job, route), expected, name) }
+        // 400 MB left: 300 MB fits alone, not beside 200 MB promised to running jobs.
+        var promised = GateFacts()
+        promised.budgetReserved = 200_000_000
+        XCTAssertEqual(decide(job(["network": "within-budget"], total: 300_000_000), route(metered: true, facts: promised, budget: month)),
+                       .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month, 0.2 GB more promised to running jobs; the job needs 0.3 GB more"))
+        promised.budgetReserved = 100_000_000
+        XCTAssertEqual(decide(job(["network": "within-budget"], total: 300_000_000), route(metered: true, facts: promised, budget: month)), .run)
         XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(metered: true, budget: month), sizeChecked: false), .needSize)
         XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(metered: true, budget: month)),
                        .wait(reason: "waiting: size unknown, so it may not fit the budget; 4.6 of 5.0 GB used on wwan0 this month"))
