@@ -85,8 +85,14 @@ public enum Daemon {
         if let budgets {
             budgets.sample()
             services.add(budgets)
-            // A budget's period follows the local calendar: a new zone or a set clock counts at once in the right one.
-            if let time = TimeChanges.follow(logger: logger, onChange: { _ in budgets.sample() }) { services.add(started: time) }
+        }
+        // A set clock (an NTP step, and every resume from suspend): the network is read again, nothing seen before the
+        // sleep taken on trust. Budgets count at once in the period of the new time or the new zone.
+        if let time = TimeChanges.follow(logger: logger, onChange: { change in
+            if change == .clockSet { network.watcher.readAgain() }
+            budgets?.sample()
+        }) {
+            services.add(started: time)
         }
         let endpoint: SocketEndpoint = try .resolve(path: options.socketPath)
         // One count of each user's waiting host requests, over the socket and D-Bus together.

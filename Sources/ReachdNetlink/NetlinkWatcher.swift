@@ -72,6 +72,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// How often the caches were thrown away and dumped again.
     public var resynchronisationCount: Int { resynchronisations.load(ordering: .relaxed) }
     private var thread: PollThread?
+    /// Set by `readAgain`, taken by the watcher thread.
+    private let readAgainAsked = Atomic<Bool>(false)
 
     /// `sysfsRoot`: where sysfs is mounted (a fake tree in tests).
     public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20, logger: Logger) {
@@ -109,6 +111,13 @@ public final class NetlinkWatcher: @unchecked Sendable {
             throw NetlinkError(call: error.call, code: -error.errno.rawValue)
         }
         self.thread = thread
+    }
+
+    /// Throws the caches and the default routes away and dumps them again on the watcher's thread, then publishes
+    /// what changed: after a resume from suspend, nothing the machine saw while asleep is taken on trust.
+    public func readAgain() {
+        readAgainAsked.store(true, ordering: .relaxed)
+        thread?.wake()
     }
 
     /// Stops watching; the handler is not called after this returns.
@@ -152,6 +161,14 @@ public final class NetlinkWatcher: @unchecked Sendable {
         case .failed(let code):
             logger.error("netlink: poll failed: errno \(code)")
         case .ready(let entries):
+            if readAgainAsked.exchange(false, ordering: .relaxed) {
+                logger.info("netlink: reading links, addresses, rules, netconf and the default routes again")
+                closeManager()
+                reopenManager()
+                routes = nil
+                reopenRoutes()
+                return publishIfChanged()
+            }
             let readable = Set(entries.filter { $0.revents != 0 }.map(\.fd))
             if let manager {
                 if readable.contains(nl_cache_mngr_get_fd(manager)) { receiveManagerEvents() }

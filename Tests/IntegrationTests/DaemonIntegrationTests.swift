@@ -2,6 +2,7 @@ import Foundation
 import Reachability
 import ReachdClient
 import ReachdProtocol
+import ReachdTestSupport
 import XCTest
 
 /// The daemon's socket, its shutdown, reachctl and the Swift library against a real reachd in a namespace.
@@ -187,6 +188,20 @@ final class DaemonIntegrationTests: XCTestCase {
             lab.log.contains("resynchronising links, addresses, rules and netconf")
         }
         XCTAssertFalse(lab.log.contains("resynchronising the default routes"), "the route socket saw nothing of the burst")
+    }
+
+    /// A set wall clock (as at every resume from suspend; here a step of the host's clock by 1 ns and back): the
+    /// network is read again, and changes after it are followed on the new caches.
+    func testReadsTheNetworkAgainWhenTheClockIsSet() throws {
+        try lab.startDaemon()
+        let client = try lab.subscribe()
+        try client.waitFor("wwan0's route") { $0.status == .wwan }
+        try ClockStep.byANanosecondAndBack()
+        try eventually("the network read again", detail: String(lab.log.suffix(2000))) {
+            lab.log.contains("reading links, addresses, rules, netconf and the default routes again")
+        }
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        try client.waitFor("the route added after the reading") { $0.status == .wired }
     }
 
     private func collect(_ stream: AsyncStream<StampedVerdict>, count: Int) -> [ReachabilityStatus] {
