@@ -67,6 +67,8 @@ final class ConstraintGateTests: XCTestCase {
             ("within-budget: does not fit", job(["network": "within-budget"], total: 1_000_000_000), route(metered: true, budget: month),
              .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month; the job needs 1.0 GB more")),
             ("within-budget: fits", job(["network": "within-budget"], total: 300_000_000), route(metered: true, budget: month), .run),
+            ("within-budget: an upload that does not fit waits before it starts", job(["network": "within-budget"], total: 1_000_000_000, upload: true),
+             route(metered: true, budget: month), .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month; the job needs 1.0 GB more")),
             ("within-budget: what is left of a partial file fits", job(["network": "within-budget"], total: 1_000_000_000, received: 700_000_000),
              route(metered: true, budget: month), .run),
             ("within-budget: over", job(["network": "within-budget"], total: 10), route(metered: true, budget: over),
