@@ -20,6 +20,9 @@ import Glibc
 final class BudgetMonitor: Service, Sendable {
     static let sampleSeconds = 2
     static let saveSeconds: UInt64 = 30
+    /// systemd-timesyncd's word that the clock is synchronized (`BudgetLedger`: a time far before the period
+    /// counted is then believed).
+    static let synchronizedFile = "/run/systemd/timesync/synchronized"
 
     private struct State {
         var book: BudgetBook
@@ -31,6 +34,7 @@ final class BudgetMonitor: Service, Sendable {
     }
 
     private let state: Mutex<State>
+    private let sampling = Mutex(())
     private let budgets: [DataBudget]
     private let view: NetworkView
     /// How the wait between samples is timed.
@@ -84,8 +88,13 @@ final class BudgetMonitor: Service, Sendable {
         save(force: true)
     }
 
-    /// Reads the counters, counts them and publishes or saves what is due.
+    /// Reads the counters, counts them and publishes or saves what is due. One sample at a time (the loop's, and
+    /// a clock's or a zone's change), so that an older count is never published after a newer one.
     func sample() {
+        sampling.withLock { _ in sampleAlone() }
+    }
+
+    private func sampleAlone() {
         let links = view.hub.snapshot.links.values
         var readings: [CounterReading] = []
         for link in links where budgets.contains(where: { $0.matches(link.name) }) {
@@ -94,9 +103,10 @@ final class BudgetMonitor: Service, Sendable {
             }
         }
         let time = Timestamp.now(), now = MonotonicClock.nanoseconds(), calendar = SystemCalendar()
+        let synchronized = access(Self.synchronizedFile, F_OK) == 0
         let publish = state.withLock { state -> [String: BudgetStatus]? in
-            state.book.record(readings, bootID: bootID, at: time, calendar: calendar)
-            state.current = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar)
+            state.book.record(readings, bootID: bootID, at: time, calendar: calendar, synchronized: synchronized)
+            state.current = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar, synchronized: synchronized)
             return state.rule.shouldPublish(state.current, now: now) ? state.current : nil
         }
         if let publish { view.update(budgets: publish) }

@@ -51,9 +51,12 @@ public struct BudgetLedger: Hashable, Sendable {
     }
 
     /// Counts `readings` (the links this budget covers) taken at `time` in boot `bootID`.
-    /// A time before the period counted (the clock stepped back, or not set yet after a boot) counts in it still.
-    public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, period: BudgetPeriod, calendar: any LocalCalendar) {
-        let start = counted(period.start(containing: calendar.date(at: time)))
+    /// A time before the period counted (the clock stepped back, or not set yet after a boot) counts in it still,
+    /// unless the clock is `synchronized` and further back than the period just before (then the period was counted
+    /// on a clock that ran ahead).
+    public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, period: BudgetPeriod, calendar: any LocalCalendar,
+                                synchronized: Bool = false) {
+        let start = counted(period.start(containing: calendar.date(at: time)), period: period, synchronized: synchronized)
         if periodStart != start {
             periodStart = start
             usedBytes = 0
@@ -84,8 +87,8 @@ public struct BudgetLedger: Hashable, Sendable {
 
     /// The budget's standing at `time`: zero used once a new period began, even before a reading in it; the
     /// period counted at a time before it.
-    public func status(of budget: DataBudget, at time: Timestamp, calendar: any LocalCalendar) -> BudgetStatus {
-        let start = counted(budget.period.start(containing: calendar.date(at: time)))
+    public func status(of budget: DataBudget, at time: Timestamp, calendar: any LocalCalendar, synchronized: Bool = false) -> BudgetStatus {
+        let start = counted(budget.period.start(containing: calendar.date(at: time)), period: budget.period, synchronized: synchronized)
         let used = start == periodStart ? usedBytes : 0
         return BudgetStatus(
             state: budget.state(used: used), usedBytes: used, limitBytes: budget.limitBytes, period: budget.period.name,
@@ -94,10 +97,10 @@ public struct BudgetLedger: Hashable, Sendable {
     }
 
     /// The period `start` names, or the one counted when `start` is earlier: bytes are never moved back into a
-    /// period that has ended, whose count is gone.
-    private func counted(_ start: LocalDate) -> LocalDate {
+    /// period that has ended, whose count is gone. A synchronized clock more than a period back is believed.
+    private func counted(_ start: LocalDate, period: BudgetPeriod, synchronized: Bool) -> LocalDate {
         guard let periodStart, start < periodStart else { return start }
-        return periodStart
+        return !synchronized || period.nextStart(after: start) >= periodStart ? periodStart : start
     }
 }
 
@@ -119,23 +122,25 @@ public struct BudgetBook: Hashable, Sendable {
     public func budget(for interface: String) -> DataBudget? { budgets.first { $0.matches(interface) } }
 
     /// Counts the readings of every link (those no budget covers are skipped).
-    public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, calendar: any LocalCalendar) {
+    public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, calendar: any LocalCalendar, synchronized: Bool = false) {
         var covered: [String: [CounterReading]] = [:]
         for reading in readings {
             guard let budget = budget(for: reading.interface) else { continue }
             covered[budget.key, default: []].append(reading)
         }
         for budget in budgets {
-            ledgers[budget.key]?.record(covered[budget.key] ?? [], bootID: bootID, at: time, period: budget.period, calendar: calendar)
+            ledgers[budget.key]?.record(covered[budget.key] ?? [], bootID: bootID, at: time, period: budget.period, calendar: calendar,
+                                        synchronized: synchronized)
         }
     }
 
     /// The standing of the budget of each of `interfaces` that has one, by interface name.
-    public func statuses(of interfaces: some Sequence<String>, at time: Timestamp, calendar: any LocalCalendar) -> [String: BudgetStatus] {
+    public func statuses(of interfaces: some Sequence<String>, at time: Timestamp, calendar: any LocalCalendar,
+                         synchronized: Bool = false) -> [String: BudgetStatus] {
         var statuses: [String: BudgetStatus] = [:]
         for interface in interfaces {
             guard let budget = budget(for: interface), let ledger = ledgers[budget.key] else { continue }
-            statuses[interface] = ledger.status(of: budget, at: time, calendar: calendar)
+            statuses[interface] = ledger.status(of: budget, at: time, calendar: calendar, synchronized: synchronized)
         }
         return statuses
     }

@@ -58,9 +58,9 @@ package final class FollowedFile<Value: Equatable & Sendable>: @unchecked Sendab
     package func stop() { thread.stop() }
 
     /// Watches the directory of the file and of every link target on the way (or the nearest existing parent
-    /// of one that is missing), and the file at the end; watches no longer needed are removed. A directory made, or a link changed,
-    /// between looking and watching would be missed, so the watches are armed again until nothing moved
-    /// meanwhile (up to `maximumLinks` times; a later event arms them again anyway).
+    /// of one that is missing), and the file at the end; watches no longer needed are removed. A directory made,
+    /// or a link changed, between looking and watching would be missed, so the watches are armed again until
+    /// nothing moved meanwhile (up to `maximumLinks` times; a later event arms them again anyway).
     private func arm() {
         for _ in 0...Self.maximumLinks {
             let chain = Self.chain(from: path)
@@ -69,9 +69,13 @@ package final class FollowedFile<Value: Equatable & Sendable>: @unchecked Sendab
             for (directory, name) in chain {
                 if let wd = Self.watch(inotify, directory, Self.directoryEvents) {
                     wanted[wd, default: []].insert(name)
-                } else if let (parent, child) = nearestParent(of: directory), let wd = Self.watch(inotify, parent, Self.directoryEvents) {
+                    continue
+                }
+                // Only a missing directory is awaited: one that cannot be watched (EACCES, no watches left) stays so.
+                let missing = errno == ENOENT || errno == ENOTDIR
+                if let (parent, child) = nearestParent(of: directory), let wd = Self.watch(inotify, parent, Self.directoryEvents) {
                     wanted[wd, default: []].insert(child)
-                    awaited.append(parent + "/" + child)
+                    if missing { awaited.append(parent + "/" + child) }
                 }
             }
             if let (directory, name) = chain.last, let wd = Self.watch(inotify, directory + "/" + name, Self.fileEvents) {

@@ -41,7 +41,9 @@ public struct DestinationLooks: Sendable {
             return (now &- since >= Self.answerSeconds * 1_000_000_000 ? .notAnswering : last, false)
         }
         if let at = entry.lookedAt, now &- at < Self.lookSeconds * 1_000_000_000 { return (last, false) }
-        guard entries.values.count(where: { $0.lookingSince != nil }) < Self.maximumLooking else { return (last, false) }
+        // So many looks hang that no more are started: a destination never read counts as unreadable, never as
+        // waiting for a look that cannot come.
+        guard entries.values.count(where: { $0.lookingSince != nil }) < Self.maximumLooking else { return (last == .reading ? .free(nil) : last, false) }
         if entries[directory] == nil, entries.count >= Self.maximumEntries { forgetOld(now: now) }
         entry.lookingSince = now
         entries[directory] = entry

@@ -21,6 +21,8 @@ final class SleepSource: StartedComponent, @unchecked Sendable {
     private let logger: Logger
     /// The inhibitor's descriptor, -1 for none. Only touched on the bus thread, and by `stop` after it ended.
     private var inhibitor: Int32 = -1
+    /// Between `PrepareForSleep(true)` and `(false)` (bus thread): only then is the inhibitor let go.
+    private var goingToSleep = false
     /// The task that hands sleep and resume to the scheduler; set once at start.
     private var intake: Task<Void, Never>?
 
@@ -57,10 +59,11 @@ final class SleepSource: StartedComponent, @unchecked Sendable {
         inhibitor = -1
     }
 
-    /// Lets the machine sleep: the inhibitor is closed.
+    /// Lets the machine sleep: the inhibitor is closed, unless the machine is awake again by now (a resume, or
+    /// logind started anew, came first: the inhibitor held then is the one to keep).
     func release() {
         connection.perform { [self] _ in
-            guard inhibitor >= 0 else { return }
+            guard goingToSleep, inhibitor >= 0 else { return }
             close(inhibitor)
             inhibitor = -1
         }
@@ -116,6 +119,7 @@ final class SleepSource: StartedComponent, @unchecked Sendable {
     fileprivate func prepareForSleep(_ message: OpaquePointer) {
         var sleeping: Int32 = 0
         guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &sleeping) > 0 else { return }
+        goingToSleep = sleeping != 0
         if sleeping == 0, let bus = sd_bus_message_get_bus(message) { inhibit(bus) }
         onSleep(sleeping != 0)
     }
@@ -125,6 +129,7 @@ final class SleepSource: StartedComponent, @unchecked Sendable {
         guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &name) > 0,
               sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &old) > 0,
               sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &new) > 0, let new else { return }
+        goingToSleep = false
         if inhibitor >= 0 {
             close(inhibitor)
             inhibitor = -1

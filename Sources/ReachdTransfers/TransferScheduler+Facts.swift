@@ -36,12 +36,16 @@ extension TransferScheduler {
         return facts
     }
 
-    /// What the running `within-budget` jobs on `link` other than `id` still have to move (their sizes known).
+    /// What the running `within-budget` jobs on `link` still have to move (their sizes known): all of them for a
+    /// job that waits, those that started before it for a running one (so that of two that do not fit together,
+    /// the later one stops and the earlier one goes on).
     func budgetReserved(on link: String, besides id: String) -> UInt64 {
-        running.keys.reduce(into: UInt64(0)) { sum, other in
-            guard other != id, let job = machines[other]?.job, job.constraints.network.contains(.withinBudget), let total = job.bytesTotal,
-                  verdict(for: job)?.interface == link else { return }
-            sum &+= UInt64(max(0, total - job.bytesMoved))
+        let before = startOrder[id] ?? .max
+        return running.keys.reduce(into: UInt64(0)) { sum, other in
+            guard other != id, startOrder[other] ?? .max < before, let job = machines[other]?.job, job.constraints.network.contains(.withinBudget),
+                  let total = job.bytesTotal, verdict(for: job)?.interface == link else { return }
+            let (added, overflow) = sum.addingReportingOverflow(UInt64(max(0, total - job.bytesMoved)))
+            sum = overflow ? .max : added
         }
     }
 
@@ -68,7 +72,9 @@ extension TransferScheduler {
                 Task { await self?.looked(at: directory, bytes: bytes) }
             }
         } catch {
+            // No thread: taken as unreadable (which satisfies storageNotLow), and decided again.
             destinations.looked(directory, bytes: nil, now: MonotonicClock.nanoseconds())
+            Task { [weak self] in await self?.reschedule() }
             return
         }
         Task { [weak self] in

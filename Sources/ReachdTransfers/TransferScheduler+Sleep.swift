@@ -1,4 +1,5 @@
 import ReachdTransferModel
+import Synchronization
 
 extension TransferScheduler {
     /// How long the running transfers are waited for before the machine may sleep (logind's delay inhibitor is
@@ -13,11 +14,11 @@ extension TransferScheduler {
         logger.info("the machine is going to sleep: \(running.count) running transfers stop")
         let tasks = Array(running.values)
         for id in Array(running.keys) { feed(.machineSleeps, to: id) }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { for task in tasks { await task.value } }
-            group.addTask { try? await Task.sleep(for: .seconds(Self.sleepGraceSeconds)) }
-            await group.next()
-            group.cancelAll()
+        // Whichever comes first: a transfer that does not stop (a hung destination) never holds the sleep longer.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let first = FirstOf(continuation)
+            Task { for task in tasks { await task.value }; first.done() }
+            Task { try? await Task.sleep(for: .seconds(Self.sleepGraceSeconds)); first.done() }
         }
     }
 
@@ -28,4 +29,13 @@ extension TransferScheduler {
         logger.info("the machine resumed: the queue goes on")
         reschedule()
     }
+}
+
+/// Resumes a continuation at the first of several `done` calls.
+private final class FirstOf: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
+
+    func done() { continuation.withLock { pending in defer { pending = nil }; return pending }?.resume() }
 }

@@ -51,6 +51,9 @@ actor TransferScheduler: FetchObserver {
     var machines: [String: MachineCell] = [:]
     /// The transfer task of each job with an attempt under way.
     var running: [String: Task<Void, Never>] = [:]
+    /// In which order the attempts under way started: a job's budget reservation counts those started before it.
+    var startOrder: [String: Int] = [:]
+    var nextStartOrder = 0
     var jobHosts = JobHosts()
     /// Per watched host, the call that started its watch: its unwatch waits for it.
     var hostWatches: [String: Task<Void, Never>] = [:]
@@ -200,12 +203,17 @@ actor TransferScheduler: FetchObserver {
             }
         case .notify(let job): notify(job)
         case .stateChanged(let job): metrics?.jobChanged(job, verdict: verdict(for: job))
-        case .startAttempt: running[id] = Task { await self.attempt(id) }
+        case .startAttempt:
+            running[id] = Task { await self.attempt(id) }
+            startOrder[id] = nextStartOrder
+            nextStartOrder += 1
         case .stopAttempt: running[id]?.cancel()
         case .probeSize: probeSize(of: id)
         case .watchHost: if let job = machines[id]?.job { watchHost(of: job) }
         case .unwatchHost: unwatchHost(of: id)
-        case .attemptOver: running[id] = nil
+        case .attemptOver:
+            running[id] = nil
+            startOrder[id] = nil
         case .reschedule: reschedule()
         case .forget: forget([id])
         case .countRetry: metrics?.retried()
@@ -250,7 +258,8 @@ actor TransferScheduler: FetchObserver {
     private func armWakeTimer() {
         wakeTimer?.cancel()
         wakeTimer = nil
-        guard let next = machines.values.lazy.compactMap(\.wakeAt).min() else { return }
+        // While the clock is not trusted, also when it reads as late as the job table: then the jobs' times hold.
+        guard let next = (machines.values.lazy.compactMap(\.wakeAt) + [clock.behind].compactMap { $0 }).min() else { return }
         let delay = max(0, Double(next.microseconds - Timestamp.now().microseconds) / 1e6) + 0.01
         wakeTimer = Task {
             try? await Task.sleep(for: .seconds(delay))

@@ -80,6 +80,15 @@ final class BudgetLedgerTests: XCTestCase {
             ([reading(600)], "b", "2001-01-01T00:00:00Z", 600), // a clock not set yet
             ([reading(650)], "b", "2026-12-15T10:00:00Z", 50),  // forward into the next period
         ], period: .month(startDay: 15))
+        // A synchronized clock: a period just before is still counted in, one further back believed (the period
+        // counted was saved by a clock that ran ahead, as with a year of 2099).
+        var ahead = BudgetLedger()
+        ahead.record([reading(400)], bootID: "b", at: time("2026-11-15T10:00:00Z"), period: monthly.period, calendar: calendar)
+        ahead.record([reading(500)], bootID: "b", at: time("2026-11-14T10:00:00Z"), period: monthly.period, calendar: calendar, synchronized: true)
+        XCTAssertEqual(ahead.usedBytes, 500)
+        ahead.record([reading(600)], bootID: "b", at: time("2026-09-20T10:00:00Z"), period: monthly.period, calendar: calendar, synchronized: true)
+        XCTAssertEqual(ahead.usedBytes, 100)
+        XCTAssertEqual(ahead.periodStart, LocalDate(year: 2026, month: 9, day: 15))
         var ledger = BudgetLedger()
         ledger.record([reading(850)], bootID: "b", at: time("2026-11-20T12:00:00Z"), period: monthly.period, calendar: calendar)
         let back = ledger.status(of: monthly, at: time("2026-11-01T12:00:00Z"), calendar: calendar)

@@ -38,7 +38,7 @@ final class DestinationLooksTests: XCTestCase {
         var looks = DestinationLooks()
         for index in 0..<DestinationLooks.maximumLooking { XCTAssertTrue(looks.answer(for: "/d\(index)", now: 0).look) }
         let over = looks.answer(for: "/more", now: 0)
-        XCTAssertEqual(over.answer, .reading)
+        XCTAssertEqual(over.answer, .free(nil), "never read, and no look can start: unreadable")
         XCTAssertFalse(over.look)
         looks.looked("/d0", bytes: 1, now: second)
         XCTAssertTrue(looks.answer(for: "/more", now: second).look)
