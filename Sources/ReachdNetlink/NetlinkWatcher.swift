@@ -163,10 +163,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
         case .ready(let entries):
             if readAgainAsked.exchange(false, ordering: .relaxed) {
                 logger.info("netlink: reading links, addresses, rules, netconf and the default routes again")
-                closeManager()
-                reopenManager()
-                routes = nil
-                reopenRoutes()
+                dumpCachesAgain()
+                dumpRoutesAgain()
                 return publishIfChanged()
             }
             let readable = Set(entries.filter { $0.revents != 0 }.map(\.fd))
@@ -290,6 +288,11 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// Throws the caches away and dumps them again; the view is never left stale.
     private func resynchronise(after error: NetlinkError) {
         noteResynchronisation(after: error, of: "links, addresses, rules and netconf")
+        dumpCachesAgain()
+    }
+
+    /// A fresh cache manager in place of the one open (`resynchronise`, `readAgain`).
+    private func dumpCachesAgain() {
         closeManager()
         reopenManager()
     }
@@ -334,6 +337,11 @@ public final class NetlinkWatcher: @unchecked Sendable {
     /// one at once (and retries shortly if that fails). The last default routes stay in the snapshot meanwhile.
     func dropRoutes(after error: NetlinkError) {
         noteResynchronisation(after: error, of: "the default routes")
+        dumpRoutesAgain()
+    }
+
+    /// A fresh default route table in place of the one open (`dropRoutes`, `readAgain`).
+    private func dumpRoutesAgain() {
         routes = nil
         reopenRoutes()
     }
