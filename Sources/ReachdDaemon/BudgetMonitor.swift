@@ -20,9 +20,6 @@ import Glibc
 final class BudgetMonitor: Service, Sendable {
     static let sampleSeconds = 2
     static let saveSeconds: UInt64 = 30
-    /// systemd-timesyncd's word that the clock is synchronized (`BudgetLedger`: a time far before the period
-    /// counted is then believed).
-    static let synchronizedFile = "/run/systemd/timesync/synchronized"
 
     private struct State {
         var book: BudgetBook
@@ -103,7 +100,8 @@ final class BudgetMonitor: Service, Sendable {
             }
         }
         let time = Timestamp.now(), now = MonotonicClock.nanoseconds(), calendar = SystemCalendar()
-        let synchronized = access(Self.synchronizedFile, F_OK) == 0
+        // A synchronized clock is believed when it reads far before the period counted (`BudgetLedger`).
+        let synchronized = TimeChanges.clockSynchronized
         let publish = state.withLock { state -> [String: BudgetStatus]? in
             state.book.record(readings, bootID: bootID, at: time, calendar: calendar, synchronized: synchronized)
             state.current = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar, synchronized: synchronized)

@@ -18,6 +18,8 @@ package final class TimeChanges: @unchecked Sendable {
     /// The file the C library takes the local zone from: `/etc/localtime` unless `TZ` is set (then the zone is
     /// `TZ`'s for the process's whole life: the C library never reads the variable's file again).
     package static var systemZoneFile: String? { getenv("TZ") == nil ? "/etc/localtime" : nil }
+    /// Whether systemd-timesyncd says the wall clock is synchronized (`/run/systemd/timesync/synchronized`).
+    package static var clockSynchronized: Bool { access("/run/systemd/timesync/synchronized", F_OK) == 0 }
     /// A zone file longer than this is compared by its beginning (real ones are a few KiB).
     static var maximumZoneFileSize: Int { 1 << 20 }
     /// How far ahead the cancellable timer is armed; when it does expire, it is armed again.

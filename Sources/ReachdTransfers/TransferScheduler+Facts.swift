@@ -60,7 +60,7 @@ extension TransferScheduler {
 
     /// What the clock is still behind (`ClockTrust`), looking at systemd-timesyncd's word.
     func checkClock(at now: Timestamp) -> Timestamp? {
-        clock.check(now: now, synchronized: access("/run/systemd/timesync/synchronized", F_OK) == 0)
+        clock.check(now: now, synchronized: TimeChanges.clockSynchronized)
     }
 
     /// Reads the free space of `directory` on a thread of its own; the jobs are decided again when it answers,
