@@ -35,17 +35,7 @@ final class PowerConstraintIntegrationTests: XCTestCase {
 
     /// Starts a dbusmock `template` with `parameters` (JSON) on the private bus and waits for its `name`.
     private func mock(_ template: String, _ parameters: String, name: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-m", "dbusmock", "--system", "--template", template, "-p", parameters]
-        process.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus!.address, "PATH": "/usr/bin:/bin"]
-        let log = lab.lab.directory + "/\(template).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
-        mocks.append(process)
-        try bus!.waitForOwner(of: name)
+        mocks.append(try bus!.startMock(template, parameters: parameters, name: name, log: lab.lab.directory + "/\(template).log"))
     }
 
     /// Sets a property of a mocked service (dbusmock emits its PropertiesChanged).

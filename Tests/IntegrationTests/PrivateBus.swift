@@ -79,6 +79,26 @@ final class PrivateBus {
         }
     }
 
+    /// Starts Debian's python-dbusmock `template` with `parameters` (JSON) as a service of this bus, which it takes
+    /// for the system bus, logging to `log`, and waits until it owns `name`. The caller stops it.
+    func startMock(_ template: String, parameters: String = "{}", name: String, log: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-m", "dbusmock", "--system", "--template", template, "-p", parameters]
+        process.environment = ["DBUS_SYSTEM_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"]
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        do {
+            try waitForOwner(of: name)
+        } catch {
+            process.terminate()
+            throw error
+        }
+        return process
+    }
+
     /// Starts dbus-monitor for `rule` on this bus, writing to `output`, and waits until it monitors: it prints
     /// NameLost for its own name once it has become a monitor with its match rules in place.
     func startMonitor(_ rule: String, output: String) throws -> Process {

@@ -56,17 +56,7 @@ final class SleepIntegrationTests: XCTestCase {
     }
 
     private func startLogind() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-m", "dbusmock", "--system", "--template", "logind"]
-        process.environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus!.address, "PATH": "/usr/bin:/bin"]
-        let log = lab.lab.directory + "/logind.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
-        logind = process
-        try bus!.waitForOwner(of: Self.login)
+        logind = try bus!.startMock("logind", name: Self.login, log: lab.lab.directory + "/logind.log")
     }
 
     /// Whether reachd-transfers holds a delay inhibitor of sleep (logind's `ListInhibitors`).
