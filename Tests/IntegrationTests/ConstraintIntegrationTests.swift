@@ -66,19 +66,16 @@ final class ConstraintIntegrationTests: XCTestCase {
         let wall = now.microseconds / 1_000_000 + Int64(SystemTimeZone().offsetSeconds(at: now))
         // At least 10 s ahead, so the job is surely added before the window opens.
         let opens = Int((wall + 70) / 60 % 1440)
-        let window = "\(clock(opens))-\(clock((opens + 1) % 1440))"
+        let window = "\(TransferLab.clock(opens))-\(TransferLab.clock((opens + 1) % 1440))"
         let id = try lab.add(lab.url("w.bin"), output: lab.out + "/w.bin", ["--window", window])
         let waiting = try lab.waitFor(id, "waiting for the window") { $0.state == .deferred && $0.reason != nil }
-        XCTAssertEqual(waiting.reason, "waiting until \(clock(opens)) (window \(window))")
+        XCTAssertEqual(waiting.reason, "waiting until \(TransferLab.clock(opens)) (window \(window))")
         XCTAssertEqual(lab.gets("w.bin").count, 0)
         let done = try lab.waitFor(id, "completed in the window", timeout: 150) { $0.state == .completed }
         XCTAssertEqual(try lab.sha256(lab.out + "/w.bin"), sum)
         XCTAssertTrue(DailyWindow(window)!.contains(done.updated, zone: SystemTimeZone()), "\(done.updated)")
     }
 
-    private func clock(_ minute: Int) -> String {
-        (minute / 60 < 10 ? "0" : "") + "\(minute / 60):" + (minute % 60 < 10 ? "0" : "") + "\(minute % 60)"
-    }
 
     func testStorageNotLowWaitsForFreeSpaceOnTheDestination() throws {
         lab = try TransferLab()

@@ -27,9 +27,8 @@ final class TimeIntegrationTests: XCTestCase {
         let notBefore = try lab.add(lab.url("t.bin"), output: lab.out + "/n.bin",
                                     ["--not-before", Timestamp(microseconds: now.microseconds + 3_600_000_000).description])
         // Opens 61 to 62 minutes from now, Tokyo's time, and stays open an hour.
-        let tokyo = Int(now.microseconds / 1_000_000) + TimeZone(identifier: "Asia/Tokyo")!.secondsFromGMT()
-        let opens = ((tokyo + 3_660) / 60 % 1440 + 1) % 1440
-        let window = try lab.add(lab.url("t.bin"), output: lab.out + "/w.bin", ["--window", "\(clock(opens))-\(clock((opens + 60) % 1440))"])
+        let opens = (TransferLab.minuteOfDay(in: "Asia/Tokyo", ahead: 3_660) + 1) % 1440
+        let window = try lab.add(lab.url("t.bin"), output: lab.out + "/w.bin", ["--window", "\(TransferLab.clock(opens))-\(TransferLab.clock((opens + 60) % 1440))"])
         for id in [notBefore, window] {
             _ = try lab.waitFor(id, "waiting for its time") { $0.state == .deferred && ($0.reason ?? "").hasPrefix("waiting until ") }
         }
@@ -53,8 +52,8 @@ final class TimeIntegrationTests: XCTestCase {
         try lab.lab.zoneFile("Asia/Tokyo")
         try lab.startDaemon()
         let sum = try lab.serve("z.bin", bytes: 300_000)
-        let newYork = Int((Int(Date().timeIntervalSince1970) + TimeZone(identifier: "America/New_York")!.secondsFromGMT()) / 60 % 1440)
-        let window = "\(clock((newYork + 1410) % 1440))-\(clock((newYork + 90) % 1440))"
+        let newYork = TransferLab.minuteOfDay(in: "America/New_York")
+        let window = "\(TransferLab.clock((newYork + 1410) % 1440))-\(TransferLab.clock((newYork + 90) % 1440))"
         let id = try lab.add(lab.url("z.bin"), output: lab.out + "/z.bin", ["--window", window])
         let waiting = try lab.waitFor(id, "waiting for Tokyo's window") { $0.state == .deferred && $0.reason != nil }
         XCTAssertTrue((waiting.reason ?? "").hasPrefix("waiting until "), waiting.reason ?? "")
@@ -80,9 +79,8 @@ final class TimeIntegrationTests: XCTestCase {
 
         try "-34560000\n".write(toFile: shiftFile, atomically: true, encoding: .utf8)
         _ = try startDaemonOnAShiftedClock(shiftFile: shiftFile)
-        let tokyo = Int(Date().timeIntervalSince1970) + TimeZone(identifier: "Asia/Tokyo")!.secondsFromGMT()
-        let minute = tokyo / 60 % 1440
-        let windowed = try lab.add(lab.url("c.bin"), output: lab.out + "/w.bin", ["--window", "\(clock((minute + 1410) % 1440))-\(clock((minute + 90) % 1440))"])
+        let minute = TransferLab.minuteOfDay(in: "Asia/Tokyo")
+        let windowed = try lab.add(lab.url("c.bin"), output: lab.out + "/w.bin", ["--window", "\(TransferLab.clock((minute + 1410) % 1440))-\(TransferLab.clock((minute + 90) % 1440))"])
         let plain = try lab.add(lab.url("c.bin"), output: lab.out + "/p.bin")
         _ = try lab.waitFor(plain, "completed without times") { $0.state == .completed }
         let held = try lab.waitFor(windowed, "held until the clock is set") { $0.state == .deferred && $0.reason != nil }
@@ -109,7 +107,4 @@ final class TimeIntegrationTests: XCTestCase {
         return file
     }
 
-    private func clock(_ minute: Int) -> String {
-        (minute / 60 < 10 ? "0" : "") + "\(minute / 60):" + (minute % 60 < 10 ? "0" : "") + "\(minute % 60)"
-    }
 }

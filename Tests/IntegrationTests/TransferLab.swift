@@ -186,6 +186,16 @@ final class TransferLab {
 
     func url(_ path: String) -> String { "http://mirror.test:\(port)/\(path)" }
 
+    /// A minute of the day as a window names it: `07:05`.
+    static func clock(_ minute: Int) -> String {
+        (minute / 60 < 10 ? "0" : "") + "\(minute / 60):" + (minute % 60 < 10 ? "0" : "") + "\(minute % 60)"
+    }
+
+    /// The minute of the day it is in `zone` (a name under /usr/share/zoneinfo), `ahead` seconds from now.
+    static func minuteOfDay(in zone: String, ahead: Int = 0) -> Int {
+        (Int(Date().timeIntervalSince1970) + ahead + TimeZone(identifier: zone)!.secondsFromGMT()) / 60 % 1440
+    }
+
     /// The test server's request log, one dictionary per request.
     func requests(path: String? = nil) -> [[String: Any]] {
         let text = (try? String(contentsOfFile: serverLog, encoding: .utf8)) ?? ""
