@@ -16,6 +16,8 @@ import Glibc
 /// The ledgers are kept in `STATE_DIRECTORY/budgets`, read at start and written (temporary file, then rename)
 /// every `saveSeconds` and at shutdown: a restart loses at most that long of counting.
 ///
+/// A link deleted between two samples is counted from its deletion's last counters (`linkDeleted`).
+///
 /// It runs only when budgets are configured; then the daemon wakes every `sampleSeconds`.
 final class BudgetMonitor: Service, Sendable {
     static let sampleSeconds = 2
@@ -91,11 +93,24 @@ final class BudgetMonitor: Service, Sendable {
         sampling.withLock { _ in sampleAlone() }
     }
 
+    /// Counts a deleted link's last counters (its `RTM_DELLINK`), in turn with the samples: bytes it moved since the
+    /// last sample are not lost when a PPP link re-dials or a modem resets between two.
+    func linkDeleted(_ reading: CounterReading) {
+        guard budgets.contains(where: { $0.matches(reading.interface) }) else { return }
+        sampling.withLock { _ in
+            let time = Timestamp.now(), synchronized = TimeChanges.clockSynchronized
+            state.withLock { state in
+                state.book.recordDeleted(reading, bootID: bootID, at: time, calendar: SystemCalendar(), synchronized: synchronized)
+            }
+        }
+    }
+
     private func sampleAlone() {
         let links = view.hub.snapshot.links.values
         var readings: [CounterReading] = []
         for link in links where budgets.contains(where: { $0.matches(link.name) }) {
-            if let bytes = sysfs.byteCount(for: link.name) {
+            // Only the link the snapshot names: a new one of the same name starts its own count.
+            if let bytes = sysfs.byteCount(for: link.name, index: link.index) {
                 readings.append(CounterReading(interface: link.name, index: link.index, bytes: bytes))
             }
         }

@@ -83,6 +83,7 @@ public enum Daemon {
             sysfsRoot: options.watcher.sysfsRoot, sleeper: sleeper, logger: logger
         )
         if let budgets {
+            network.onLinkDeleted { budgets.linkDeleted($0) }
             budgets.sample()
             services.add(budgets)
         }

@@ -56,6 +56,37 @@ public struct BudgetLedger: Hashable, Sendable {
     /// on a clock that ran ahead).
     public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, period: BudgetPeriod, calendar: any LocalCalendar,
                                 synchronized: Bool = false) {
+        enter(bootID: bootID, at: time, period: period, calendar: calendar, synchronized: synchronized)
+        var next: [String: LinkCounter] = [:]
+        for reading in readings {
+            count(reading.bytes, since: counters[reading.interface], index: reading.index)
+            next[reading.interface] = LinkCounter(index: reading.index, bytes: reading.bytes)
+        }
+        // A link missing from this reading (gone, or its counters could not be read this time) keeps its last
+        // reading: back with the same index it counts the difference, not its whole counter again.
+        for (interface, counter) in counters where next[interface] == nil && next.count < Self.maximumCounters {
+            next[interface] = counter
+        }
+        counters = next
+    }
+
+    /// Counts the last reading of a link just deleted (its `RTM_DELLINK`), other links' counters untouched. The link's
+    /// counter then holds that reading: the same deletion told twice counts nothing more, and a new link of the same
+    /// name (another index) counts its whole reading. A counter already of a later link of that name is kept (the
+    /// deletion's whole reading counts: never fewer bytes than moved).
+    public mutating func recordDeleted(_ reading: CounterReading, bootID: String, at time: Timestamp, period: BudgetPeriod,
+                                       calendar: any LocalCalendar, synchronized: Bool = false) {
+        enter(bootID: bootID, at: time, period: period, calendar: calendar, synchronized: synchronized)
+        let last = counters[reading.interface]
+        count(reading.bytes, since: last, index: reading.index)
+        if let last, last.index > reading.index { return }
+        if last != nil || counters.count < Self.maximumCounters {
+            counters[reading.interface] = LinkCounter(index: reading.index, bytes: reading.bytes)
+        }
+    }
+
+    /// Starts the period of `time` from zero when it is a new one, and forgets the counters of another boot.
+    private mutating func enter(bootID: String, at time: Timestamp, period: BudgetPeriod, calendar: any LocalCalendar, synchronized: Bool) {
         let start = counted(period.start(containing: calendar.date(at: time)), period: period, synchronized: synchronized)
         if periodStart != start {
             periodStart = start
@@ -65,24 +96,19 @@ public struct BudgetLedger: Hashable, Sendable {
             self.bootID = bootID
             counters = [:]
         }
-        var next: [String: LinkCounter] = [:]
-        for reading in readings {
-            let delta: UInt64
-            if let last = counters[reading.interface], last.index == reading.index, reading.bytes >= last.bytes {
-                delta = reading.bytes - last.bytes
-            } else {
-                delta = reading.bytes
-            }
-            let (sum, overflow) = usedBytes.addingReportingOverflow(delta)
-            usedBytes = overflow ? .max : sum
-            next[reading.interface] = LinkCounter(index: reading.index, bytes: reading.bytes)
+    }
+
+    /// Adds what a link's counter `bytes` moved since `last`: the difference for the same link, the whole counter for
+    /// another link (index), one not seen before or one reset.
+    private mutating func count(_ bytes: UInt64, since last: LinkCounter?, index: Int32) {
+        let delta: UInt64
+        if let last, last.index == index, bytes >= last.bytes {
+            delta = bytes - last.bytes
+        } else {
+            delta = bytes
         }
-        // A link missing from this reading (gone, or its counters could not be read this time) keeps its last
-        // reading: back with the same index it counts the difference, not its whole counter again.
-        for (interface, counter) in counters where next[interface] == nil && next.count < Self.maximumCounters {
-            next[interface] = counter
-        }
-        counters = next
+        let (sum, overflow) = usedBytes.addingReportingOverflow(delta)
+        usedBytes = overflow ? .max : sum
     }
 
     /// The budget's standing at `time`: zero used once a new period began, even before a reading in it; the
@@ -132,6 +158,13 @@ public struct BudgetBook: Hashable, Sendable {
             ledgers[budget.key]?.record(covered[budget.key] ?? [], bootID: bootID, at: time, period: budget.period, calendar: calendar,
                                         synchronized: synchronized)
         }
+    }
+
+    /// Counts a deleted link's last reading (`BudgetLedger.recordDeleted`) in the budget that covers it, if any.
+    public mutating func recordDeleted(_ reading: CounterReading, bootID: String, at time: Timestamp, calendar: any LocalCalendar,
+                                       synchronized: Bool = false) {
+        guard let budget = budget(for: reading.interface) else { return }
+        ledgers[budget.key]?.recordDeleted(reading, bootID: bootID, at: time, period: budget.period, calendar: calendar, synchronized: synchronized)
     }
 
     /// The standing of the budget of each of `interfaces` that has one, by interface name.

@@ -85,6 +85,11 @@ public final class NetworkView: Sendable {
         merger.update(budgets: budgets)
     }
 
+    /// Calls `handler` with each deleted link's last byte counters (see `NetlinkWatcher.onLinkDeleted`).
+    package func onLinkDeleted(_ handler: @escaping @Sendable (CounterReading) -> Void) {
+        watcher.onLinkDeleted(handler)
+    }
+
     /// Resynchronisations of the netlink caches so far.
     package var resynchronisations: Int { watcher.resynchronisationCount }
 

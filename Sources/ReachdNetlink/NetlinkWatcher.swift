@@ -74,6 +74,8 @@ public final class NetlinkWatcher: @unchecked Sendable {
     private var thread: PollThread?
     /// Set by `readAgain`, taken by the watcher thread.
     private let readAgainAsked = Atomic<Bool>(false)
+    /// Told each deleted link's last counters (`onLinkDeleted`).
+    private let linkDeletedHandler = Mutex<(@Sendable (CounterReading) -> Void)?>(nil)
 
     /// `sysfsRoot`: where sysfs is mounted (a fake tree in tests).
     public init(sysfsRoot: String = "/sys", receiveBufferSize: Int = 4 << 20, logger: Logger) {
@@ -118,6 +120,12 @@ public final class NetlinkWatcher: @unchecked Sendable {
     public func readAgain() {
         readAgainAsked.store(true, ordering: .relaxed)
         thread?.wake()
+    }
+
+    /// Calls `handler` with the last byte counters of every link deleted from now on, on the watcher's thread, as the
+    /// deletion is read and before any later message (a new link of the same name) is: each deletion once, in order.
+    public func onLinkDeleted(_ handler: @escaping @Sendable (CounterReading) -> Void) {
+        linkDeletedHandler.withLock { $0 = handler }
     }
 
     /// Stops watching; the handler is not called after this returns.
@@ -272,6 +280,7 @@ public final class NetlinkWatcher: @unchecked Sendable {
         let link = payload.loadUnaligned(as: ifinfomsg.self)
         let lost = Int32(header.pointee.nlmsg_type) == Int32(RTM_DELLINK) || link.ifi_flags & UInt32(IFF_UP.rawValue) == 0
         if link.ifi_family == UInt8(AF_UNSPEC), lost { linksSeenDown.insert(link.ifi_index) }
+        if let reading = DeletedLinkCounters.reading(in: header), let handler = linkDeletedHandler.withLock({ $0 }) { handler(reading) }
     }
 
     /// Reads every message waiting on the manager's socket: libnl reads until the non-blocking socket is empty.

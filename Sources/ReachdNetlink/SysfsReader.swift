@@ -22,15 +22,24 @@ public struct SysfsReader: Sendable {
         )
     }
 
-    /// The link's kernel counters, received plus sent bytes (`statistics/rx_bytes` + `tx_bytes`); nil when
-    /// either cannot be read or is not a number.
-    public func byteCount(for interface: String) -> UInt64? {
+    /// The kernel counters of the link named `interface` with `index`, received plus sent bytes (`statistics/rx_bytes`
+    /// + `tx_bytes`); nil when either cannot be read or is not a number, or the name is another link's by now.
+    public func byteCount(for interface: String, index: Int32) -> UInt64? {
         guard !interface.contains("/"), interface != ".", interface != "..", !interface.isEmpty else { return nil }
-        let directory = "\(root)/class/net/\(interface)/statistics"
-        guard let received = Self.counter(SmallFile.bytes(at: "\(directory)/rx_bytes", limit: 64)),
-              let sent = Self.counter(SmallFile.bytes(at: "\(directory)/tx_bytes", limit: 64)) else { return nil }
+        let directory = "\(root)/class/net/\(interface)"
+        guard isIndex(index, of: directory),
+              let received = Self.counter(SmallFile.bytes(at: "\(directory)/statistics/rx_bytes", limit: 64)),
+              let sent = Self.counter(SmallFile.bytes(at: "\(directory)/statistics/tx_bytes", limit: 64)),
+              isIndex(index, of: directory) else { return nil }
         let (sum, overflow) = received.addingReportingOverflow(sent)
         return overflow ? .max : sum
+    }
+
+    /// Whether the link behind `directory` has `index` (`ifindex`; a tree without that file, a fake one, is taken as
+    /// that link).
+    private func isIndex(_ index: Int32, of directory: String) -> Bool {
+        guard let bytes = SmallFile.bytes(at: "\(directory)/ifindex", limit: 64) else { return errno == ENOENT }
+        return Self.counter(bytes) == UInt64(UInt32(bitPattern: index))
     }
 
     /// A decimal counter as sysfs writes it (digits, a line feed); nil for anything else.

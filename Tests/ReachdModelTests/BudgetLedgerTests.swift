@@ -62,6 +62,30 @@ final class BudgetLedgerTests: XCTestCase {
         ], period: monthly.period)
     }
 
+    /// A link deleted between two samples (a PPP link re-dialling under the same name) counts its deletion's last
+    /// counters once; the new link of that name counts its own from zero.
+    func testADeletedLinksLastCountersCountOnceAndTheNextLinkOfItsNameFromZero() {
+        let at = time("2026-11-20T12:00:00Z")
+        var ledger = BudgetLedger()
+        ledger.record([reading(1000)], bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        ledger.recordDeleted(reading(1600), bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        XCTAssertEqual(ledger.usedBytes, 1600, "the 600 moved after the last sample")
+        ledger.recordDeleted(reading(1600), bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        XCTAssertEqual(ledger.usedBytes, 1600, "the same deletion told twice")
+        ledger.record([reading(200, index: 6)], bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        XCTAssertEqual(ledger.usedBytes, 1800, "the re-dialled link: its whole counter")
+        ledger.record([reading(2500, index: 6)], bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        XCTAssertEqual(ledger.usedBytes, 4100, "its difference, not the old link's 1600 again")
+        // A link made and deleted between two samples: its whole counter; other links' counters are left alone.
+        ledger.recordDeleted(reading(300, index: 8, "wwan1"), bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        XCTAssertEqual(ledger.usedBytes, 4400)
+        XCTAssertEqual(ledger.counters["wwan0"], LinkCounter(index: 6, bytes: 2500))
+        // An older link's deletion told after the new link of its name was counted: its whole reading, the new counter kept.
+        ledger.recordDeleted(reading(50, index: 4), bootID: "b", at: at, period: monthly.period, calendar: calendar)
+        XCTAssertEqual(ledger.usedBytes, 4450)
+        XCTAssertEqual(ledger.counters["wwan0"], LinkCounter(index: 6, bytes: 2500))
+    }
+
     func testANewPeriodStartsAtLocalMidnightOfTheMonthsStartDay() {
         check([
             ([reading(400)], "b", "2026-11-14T22:59:59Z", 400), // 23:59:59 CET on the 14th

@@ -91,10 +91,22 @@ final class SysfsReaderTests: XCTestCase {
                 unlink("\(statistics)/\(name)")
                 try text?.write(toFile: "\(statistics)/\(name)", atomically: true, encoding: .utf8)
             }
-            XCTAssertEqual(reader.byteCount(for: "eth0"), count, "\(received ?? "-") \(sent ?? "-")")
+            XCTAssertEqual(reader.byteCount(for: "eth0", index: 2), count, "\(received ?? "-") \(sent ?? "-")")
         }
-        XCTAssertNil(reader.byteCount(for: "../eth0"))
-        XCTAssertNil(reader.byteCount(for: "wlp1"), "no statistics")
+        XCTAssertNil(reader.byteCount(for: "../eth0", index: 2))
+        XCTAssertNil(reader.byteCount(for: "wlp1", index: 3), "no statistics")
+    }
+
+    /// A name that is another link's by now (a PPP link re-dialled between the snapshot and the read) gives no count.
+    func testTheCountersAreOnlyThoseOfTheLinkAsked() throws {
+        let reader = SysfsReader(root: root)
+        let directory = "\(root)/class/net/ppp0"
+        try FileManager.default.createDirectory(atPath: directory + "/statistics", withIntermediateDirectories: true)
+        try "100\n".write(toFile: directory + "/statistics/rx_bytes", atomically: true, encoding: .utf8)
+        try "20\n".write(toFile: directory + "/statistics/tx_bytes", atomically: true, encoding: .utf8)
+        try "7\n".write(toFile: directory + "/ifindex", atomically: true, encoding: .utf8)
+        XCTAssertEqual(reader.byteCount(for: "ppp0", index: 7), 120)
+        XCTAssertNil(reader.byteCount(for: "ppp0", index: 5), "ppp0 is link 7 now")
     }
 }
 
