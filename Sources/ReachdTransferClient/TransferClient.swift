@@ -41,7 +41,7 @@ public final class TransferClient {
             switch reply {
             case .event(let job): heldEvents.append(job)
             case .error(let error) where error.id == request.id || error.id == nil: throw connection.failure(.refused(error))
-            case .job(let id, _) where id == request.id, .jobs(let id, _) where id == request.id, .pong(let id) where id == request.id,
+            case .job(let id, _) where id == request.id, .jobs(let id, _, _) where id == request.id, .pong(let id) where id == request.id,
                  .fetched(let id, _) where id == request.id:
                 return reply
             default: continue
@@ -57,8 +57,15 @@ public final class TransferClient {
 
     /// The jobs in a `jobs` answer (`list`, `watch`).
     public func jobs(_ request: TransferRequest, timeout: Double? = 30) throws(ClientError) -> [Job] {
-        guard case .jobs(_, let jobs) = try call(request, timeout: timeout) else { throw connection.failure(.malformedReply("expected jobs")) }
-        return jobs
+        try jobsAndNotice(request, timeout: timeout).jobs
+    }
+
+    /// The jobs in a `jobs` answer and what the service says of itself beside them (`TransferReply.jobs`).
+    public func jobsAndNotice(_ request: TransferRequest, timeout: Double? = 30) throws(ClientError) -> (jobs: [Job], notice: String?) {
+        guard case .jobs(_, let jobs, let notice) = try call(request, timeout: timeout) else {
+            throw connection.failure(.malformedReply("expected jobs"))
+        }
+        return (jobs, notice)
     }
 
     /// The next job event after a `watch`; nil on timeout.

@@ -208,8 +208,9 @@ extension Character {
 public enum TransferReply: Sendable, Hashable {
     /// Answer to add, show, pause, resume, cancel: the job after the operation.
     case job(id: RequestID?, job: Job)
-    /// Answer to list and watch: the caller's jobs (root: all); `watch` is followed by `event` lines.
-    case jobs(id: RequestID?, jobs: [Job])
+    /// Answer to list and watch: the caller's jobs (root: all); `watch` is followed by `event` lines. `notice`: what
+    /// the service says of itself beside them (its job table cannot be written, or was set aside).
+    case jobs(id: RequestID?, jobs: [Job], notice: String? = nil)
     /// A job changed (state, progress at most a few times a second), to watchers.
     case event(job: Job)
     /// Answer to fetch: where the body is, where it came from.
@@ -239,7 +240,7 @@ public enum TransferReply: Sendable, Hashable {
 
 extension TransferReply: Codable {
     private enum CodingKeys: String, ReplyEnvelopeKey {
-        case version, type, id, job, jobs, error, result
+        case version, type, id, job, jobs, notice, error, result
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -250,9 +251,10 @@ extension TransferReply: Codable {
         case .job(let id, let job):
             try c.encodeIfPresent(id, forKey: .id)
             try c.encode(job, forKey: .job)
-        case .jobs(let id, let jobs):
+        case .jobs(let id, let jobs, let notice):
             try c.encodeIfPresent(id, forKey: .id)
             try c.encode(jobs, forKey: .jobs)
+            try c.encodeIfPresent(notice, forKey: .notice)
         case .event(let job):
             try c.encode(job, forKey: .job)
         case .fetched(let id, let result):
@@ -271,7 +273,7 @@ extension TransferReply: Codable {
         let c = envelope.container, id = envelope.id
         switch envelope.type {
         case "job": self = .job(id: id, job: try c.decode(Job.self, forKey: .job))
-        case "jobs": self = .jobs(id: id, jobs: try c.decode([Job].self, forKey: .jobs))
+        case "jobs": self = .jobs(id: id, jobs: try c.decode([Job].self, forKey: .jobs), notice: try c.decodeIfPresent(String.self, forKey: .notice))
         case "event": self = .event(job: try c.decode(Job.self, forKey: .job))
         case "fetched": self = .fetched(id: id, result: try c.decode(FetchResult.self, forKey: .result))
         case "pong": self = .pong(id: id)

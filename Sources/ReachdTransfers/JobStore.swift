@@ -8,7 +8,7 @@ import ReachdTransferModel
 public final class JobStore: Sendable {
     let database: DatabaseQueue
 
-    /// Opens (creating and migrating) `jobs.sqlite` in `directory`.
+    /// Opens (creating and migrating) `jobs.sqlite` in `directory`; a damaged table throws (`open` sets it aside).
     public init(directory: String) throws {
         var configuration = Configuration()
         configuration.label = "reachd-transfers.jobs"
@@ -20,6 +20,7 @@ public final class JobStore: Sendable {
             try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
         }
         database = try DatabaseQueue(path: directory + "/jobs.sqlite", configuration: configuration)
+        try Self.checkIntact(database)
         try Self.migrator.migrate(database)
     }
 

@@ -85,7 +85,7 @@ final class TransferBusService: @unchecked Sendable {
                 defer { message.release() }
                 switch outcome {
                 case .success(.job(_, let job)): BusMessage.reply(message.pointer, with: Self.dictionary(of: job), on: bus, logger: logger)
-                case .success(.jobs(_, let jobs)): BusMessage.reply(message.pointer, with: jobs.map(Self.dictionary), on: bus, logger: logger)
+                case .success(.jobs(_, let jobs, _)): BusMessage.reply(message.pointer, with: jobs.map(Self.dictionary), on: bus, logger: logger)
                 case .success: break
                 case .failure(let error): _ = BusMessage.replyError(message.pointer, name: Self.errorName(error.code), message: error.message)
                 }

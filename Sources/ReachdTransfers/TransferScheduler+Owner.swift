@@ -22,7 +22,7 @@ extension TransferScheduler {
         case .upload:
             guard let spec = request.upload else { throw ProtocolError(.badRequest, "upload needs a file", id: request.id) }
             return .job(id: request.id, job: try await addUpload(spec, owner: owner))
-        case .list: return .jobs(id: request.id, jobs: list(owner: owner))
+        case .list: return .jobs(id: request.id, jobs: list(owner: owner), notice: tableNotice)
         case .show: return .job(id: request.id, job: try show(try job(), owner: owner))
         case .pause: return .job(id: request.id, job: try await pause(try job(), owner: owner))
         case .resume: return .job(id: request.id, job: try resume(try job(), owner: owner))
@@ -84,14 +84,10 @@ extension TransferScheduler {
         logger.info("forgot \(expired.count) finished jobs older than \(settings.keepFinishedSeconds) s")
     }
 
-    /// Drops jobs from the store and the table: everything kept about a job lives in its machine and goes with it.
+    /// Drops jobs from memory and their rows (a row that cannot be deleted now is deleted later): everything kept about a
+    /// job lives in its machine and goes with it.
     func forget(_ ids: [String]) {
-        do {
-            try store.delete(ids)
-        } catch {
-            logger.error("the job store could not be written: \(error)")
-            return
-        }
+        deleteRows(ids)
         for id in ids {
             machines[id] = nil
             unwatchHost(of: id)
@@ -125,7 +121,7 @@ extension TransferScheduler {
             try store.save(job)
         } catch {
             await undo()
-            throw ProtocolError(.internalError, "the job store could not be written: \(error)")
+            throw ProtocolError(.internalError, "the job table cannot be written (\(Self.reason(error))): the job is not added")
         }
         machines[job.id] = MachineCell(JobMachine(job, rules: settings.rules))
         logger.info("\(job.kind.name.rawValue) \(job.id) added", metadata: ["url": "\(job.url)", "file": "\(job.file)", "uid": "\(job.owner.uid)"])

@@ -61,6 +61,9 @@ actor TransferScheduler: FetchObserver {
     var nextWatcher = 0
     var nextSequence: Int64 = 1
     var wakeTimer: Task<Void, Never>?
+    /// The job table's failed writes (`TransferScheduler+Table.swift`), and the timer that tries them again.
+    var health = JobTableHealth()
+    var tableRetry: Task<Void, Never>?
     /// Set by `stopAll`: from then on no transfer starts and no timer is armed.
     var stopping = false
     /// Whether the wall clock can be trusted for jobs' times yet.
@@ -85,8 +88,11 @@ actor TransferScheduler: FetchObserver {
 
     // MARK: Start and network
 
-    /// Loads the stored jobs; interrupted ones resume from their partial files.
-    func load() async throws {
+    /// Loads the stored jobs; interrupted ones resume from their partial files. `setAside`: where a damaged table was
+    /// moved at start (`JobStore.open`).
+    func load(setAside: String? = nil) async throws {
+        health = JobTableHealth(setAside: setAside)
+        if let setAside { logger.error("the job table was damaged: it is set aside as \(setAside), and the queue starts empty") }
         let table = try store.all()
         for refusal in table.refused {
             logger.error("\(refusal): the row is left in the job table and not loaded")
@@ -195,12 +201,7 @@ actor TransferScheduler: FetchObserver {
     /// Carries out one action that needs no waiting.
     func carryOut(_ action: JobAction, for id: String) {
         switch action {
-        case .persist(let job):
-            do {
-                try store.save(job)
-            } catch {
-                logger.error("job \(id): the job store could not be written: \(error)")
-            }
+        case .persist(let job): persist(job)
         case .notify(let job): notify(job)
         case .stateChanged(let job): metrics?.jobChanged(job, verdict: verdict(for: job))
         case .startAttempt:
@@ -290,8 +291,10 @@ actor TransferScheduler: FetchObserver {
     func stopAll() async {
         stopping = true
         wakeTimer?.cancel()
+        tableRetry?.cancel()
         let tasks = Array(running.values)
         for id in Array(running.keys) { feed(.shutdown, to: id) }
         for task in tasks { await task.value }
+        if health.retryNeeded { retryTable() }
     }
 }

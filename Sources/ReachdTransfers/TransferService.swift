@@ -69,7 +69,7 @@ public enum TransferService {
     /// scheduler's verdict intake and systemd's readiness, which start when the group runs.
     private static func start(_ options: TransferServiceOptions, logger: Logger, into services: inout DaemonServices) async throws {
         try makeDirectory(options.stateDirectory, mode: 0o700)
-        let store = try JobStore(directory: options.stateDirectory)
+        let (store, setAside) = try JobStore.open(directory: options.stateDirectory)
         let files = UserFiles(guarded: [options.stateDirectory, options.cacheDirectory])
         services.add(started: files)
         // The system instance uses only the configured netrc; a user's own instance also that user's ~/.netrc.
@@ -96,7 +96,7 @@ public enum TransferService {
             services.add(started: network)
         }
         services.add(started: scheduler)
-        try await scheduler.load()
+        try await scheduler.load(setAside: setAside)
         if let power = PowerSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: power) }
         if let sleep = SleepSource.start(on: options.power, scheduler: scheduler, logger: logger) { services.add(started: sleep) }
         if let time = TimeChanges.follow(logger: logger, onChange: { change in Task { await scheduler.timeChanged(change) } }) {

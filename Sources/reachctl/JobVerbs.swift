@@ -111,7 +111,9 @@ struct JobsVerb<Group: JobGroup, Verb: SharedJobVerb>: ParsableCommand {
 
     func run() throws {
         let client = transfers.connect()
-        let jobs = transferCall { () throws(ClientError) in try client.jobs(TransferRequest(op: Verb.operation)) }
+        let (jobs, notice) = transferCall { () throws(ClientError) in try client.jobsAndNotice(TransferRequest(op: Verb.operation)) }
+        // On standard error: what reads the list (a script, --json) gets the jobs alone.
+        if let notice { writeAll(2, "reachctl: warning: \(notice.terminalSafe)\n") }
         if output.json { return printLine(jobsJSON(jobs)) }
         for job in jobs { printLine(humanLine(job)) }
     }

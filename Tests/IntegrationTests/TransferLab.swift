@@ -103,7 +103,12 @@ final class TransferLab {
 
     /// A tmpfs of `size` (e.g. "2M") at out/NAME, the daemon's, unmounted at tear-down.
     func smallDisk(_ name: String, size: String) throws -> String {
-        let path = out + "/" + name
+        try smallDisk(at: out + "/" + name, size: size)
+    }
+
+    /// A tmpfs of `size` at `path` (the state directory, say), the daemon's, unmounted at tear-down.
+    @discardableResult
+    func smallDisk(at path: String, size: String) throws -> String {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         try lab.run("mount -t tmpfs -o size=\(size),uid=\(daemonUID),gid=\(daemonGID) tmpfs \(path)")
         mounts.append(path)

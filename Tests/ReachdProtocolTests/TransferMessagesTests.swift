@@ -154,13 +154,14 @@ final class TransferMessagesTests: XCTestCase {
             .job(id: nil, job: busyJob()),
             .jobs(id: .string("l"), jobs: [job(), busyJob()]),
             .jobs(id: nil, jobs: []),
+            .jobs(id: .number(3), jobs: [job()], notice: "the job table cannot be written"),
             .event(job: busyJob()),
             .pong(id: .number(-3)),
             .pong(id: nil),
             .error(ProtocolError(.notFound, "no job \"ab\"", id: .string("q"))),
             .error(ProtocolError(.internalError, "disk full", id: nil)),
         ]
-        let types = ["job", "job", "jobs", "jobs", "event", "pong", "pong", "error", "error"]
+        let types = ["job", "job", "jobs", "jobs", "jobs", "event", "pong", "pong", "error", "error"]
         for (reply, type) in zip(replies, types) {
             XCTAssertEqual(reply.type, type)
             let line = reply.encodedLine()
