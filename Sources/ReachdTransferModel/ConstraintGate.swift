@@ -52,8 +52,8 @@ public struct GateFacts: Hashable, Sendable {
     public var freeBytes: Int64?
     /// The route's roaming; nil when not known (satisfies `not-roaming`).
     public var roaming: RoamingFact?
-    /// Why the destination's free space is not known yet (`storageNotLow` waits): its file system is being read,
-    /// or does not answer.
+    /// Why the destination's free space is not known yet (`storageNotLow` waits): its file system is being read; or
+    /// why every download there waits: its file system does not answer (a look, or a write, that has not returned).
     public var destination: DestinationWait?
     /// Bytes of the route's link budget promised to other running `within-budget` jobs: what they still have to
     /// move, which the budget's count does not hold yet.
@@ -75,7 +75,7 @@ public struct GateFacts: Hashable, Sendable {
 /// Why a destination's free space is not known (`GateFacts.destination`).
 public enum DestinationWait: Hashable, Sendable {
     case reading
-    /// Its file system has not answered for `DestinationLooks.answerSeconds` (the directory looked at).
+    /// Its file system has not answered: a look for `DestinationLooks.answerSeconds`, or a write (the directory).
     case notAnswering(String)
 }
 
@@ -95,6 +95,8 @@ extension TransferGate {
         let reach = decide(host: route.host, verdict: route.verdict, size: size, sizeChecked: sizeChecked, allowMetered: true)
         guard reach == .run, let verdict = route.verdict else { return reach }
         let asked = job.constraints
+        // A file system that does not answer holds every download there, `now` or not: each would take a thread for good.
+        if !job.isUpload, let destination = route.facts.destination, case .notAnswering = destination { return .wait(reason: Self.text(destination)) }
         if asked.now { return .run }
         if let behind = route.facts.clockBehind, asked.notBefore != nil || asked.window != nil || asked.deadline != nil {
             return .wait(reason: "waiting: the clock is not set yet (it reads before the job table's last change, \(behind))")

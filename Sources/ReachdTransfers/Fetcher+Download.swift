@@ -71,6 +71,9 @@ extension Fetcher {
         switch await receive(body, into: file, at: start, limit: total, progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
         case .overLimit(let total):
             return .restart(reason: "server sent more than the \(total) bytes it announced")
+        case .writeFailed(let error) where error.directoryNotAnswering != nil:
+            // The job waits for the write to return (`UserFiles.notAnswering`), then goes on from its partial file.
+            return .retry(reason: "\(error)", retryAfter: nil)
         case .writeFailed(let error):
             return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
         case .cancelled:

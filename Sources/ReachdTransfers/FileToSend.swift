@@ -8,10 +8,10 @@ final class FileToSend: Sendable {
     /// The file's size when it was opened (`fstat`).
     let size: Int64
     /// The file threads its reads run on.
-    let threads: NIOThreadPool
+    let threads: FileThreads
     private let descriptor: OwnedDescriptor
 
-    init(descriptor: consuming OwnedDescriptor, size: Int64, threads: NIOThreadPool) {
+    init(descriptor: consuming OwnedDescriptor, size: Int64, threads: FileThreads) {
         self.descriptor = descriptor
         self.size = size
         self.threads = threads

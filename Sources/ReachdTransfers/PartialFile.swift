@@ -28,8 +28,14 @@ final class PartialFile: Sendable {
         self.isClients = isClients
     }
 
+    /// The directory the file is in.
+    var directory: String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// The file threads its writes run on.
-    var threads: NIOThreadPool { files.threads }
+    var threads: FileThreads { files.threads }
 
     /// Opens the partial file of download `job` for writing, creating it if it went missing.
     static func open(for job: Job, files: UserFiles) async throws(FileError) -> PartialFile {

@@ -2,6 +2,7 @@ import CReachdFiles
 import NIOCore
 import NIOPosix
 import ReachdSystem
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -62,12 +63,13 @@ struct PartialFileWriter {
         try await settle()
     }
 
-    /// Waits for the write in flight.
+    /// Waits for the write in flight, up to `FileThreads.answerSeconds`: then the file's directory counts as not
+    /// answering until the write returns (`UserFiles.writeStuck`), and the attempt ends.
     private mutating func settle() async throws(FileError) {
         guard let pending = inflight else { return }
         inflight = nil
         do {
-            written = try await pending.get()
+            written = try await Self.answered(pending, file: file).get()
         } catch let error as FileError {
             throw error
         } catch {
@@ -75,11 +77,29 @@ struct PartialFileWriter {
         }
     }
 
+    /// `write`'s result, or `FileError.notAnswering` once it has not come for `FileThreads.answerSeconds`.
+    private static func answered(_ write: EventLoopFuture<Int64>, file: PartialFile) -> EventLoopFuture<Int64> {
+        let loop = write.eventLoop, outcome = loop.makePromise(of: Int64.self), first = FirstCall()
+        let directory = file.directory
+        let deadline = loop.scheduleTask(in: .milliseconds(Int64(FileThreads.answerSeconds * 1000))) {
+            guard first.take() else { return }
+            file.files.writeStuck(in: directory)
+            write.whenComplete { _ in file.files.answered(in: directory) }
+            outcome.fail(FileError.notAnswering(directory))
+        }
+        write.whenComplete { result in
+            guard first.take() else { return }
+            deadline.cancel()
+            outcome.completeWith(result)
+        }
+        return outcome.futureResult
+    }
+
     /// `body` with the file's descriptor on its file threads. The closure holds `file`, so its descriptor stays open
     /// until the call is done.
     private func onFileThread(_ body: @escaping @Sendable (Int32) throws(FileError) -> Int64) -> EventLoopFuture<Int64> {
         let file = file
-        return file.threads.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) {
+        return file.threads.run(on: MultiThreadedEventLoopGroup.singleton.any()) {
             try file.withOpenDescriptor(body)
         }
     }
@@ -130,4 +150,11 @@ struct PartialFileWriter {
             return withVectors(buffers.dropFirst(), &vectors, body)
         }
     }
+}
+
+/// True for the first `take` only: of a write and its deadline, the one that comes first decides.
+private final class FirstCall: Sendable {
+    private let taken = Mutex(false)
+
+    func take() -> Bool { taken.withLock { taken in defer { taken = true }; return !taken } }
 }

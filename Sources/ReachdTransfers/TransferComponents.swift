@@ -5,7 +5,7 @@ import ReachdServiceKit
 
 extension UserFiles: StartedComponent {
     /// Ends the file-operation threads (`shutdown`).
-    package func stop() async { await shutdown() }
+    package func stop() async { shutdown() }
 }
 
 extension Fetcher: StartedComponent {

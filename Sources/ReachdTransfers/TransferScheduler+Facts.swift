@@ -18,14 +18,20 @@ extension TransferScheduler {
     }
 
     /// The facts for `job`: the free space is looked at only for a job that asks for it, off the scheduler
-    /// (`DestinationLooks`): a destination that does not answer holds its own jobs only.
+    /// (`DestinationLooks`); a destination where a write is stuck (`UserFiles.notAnswering`) or whose look does not
+    /// answer holds its own jobs only.
     func facts(for job: Job, verdict: Verdict?) -> GateFacts {
         var facts = GateFacts(power: power, roaming: RoamingFact(verdict: verdict), clockBehind: clock.behind)
         if job.constraints.network.contains(.withinBudget), let link = verdict?.interface {
             facts.budgetReserved = budgetReserved(on: link, besides: job.id)
         }
-        guard job.constraints.storageNotLow, !job.isUpload, let slash = job.file.lastIndex(of: "/") else { return facts }
+        guard !job.isUpload, let slash = job.file.lastIndex(of: "/") else { return facts }
         let directory = slash == job.file.startIndex ? "/" : String(job.file[..<slash])
+        if files.notAnswering.contains(directory) {
+            facts.destination = .notAnswering(directory)
+            return facts
+        }
+        guard job.constraints.storageNotLow else { return facts }
         let (answer, look) = destinations.answer(for: directory, now: MonotonicClock.nanoseconds())
         if look { lookAtFreeSpace(in: directory) }
         switch answer {

@@ -92,6 +92,8 @@ actor TransferScheduler: FetchObserver {
     /// moved at start (`JobStore.open`).
     func load(setAside: String? = nil) async throws {
         health = JobTableHealth(setAside: setAside)
+        // A write stuck in a file system that stopped answering returned: its directory's jobs go on.
+        files.onAnswered { [weak self] in Task { await self?.reschedule() } }
         if let setAside { logger.error("the job table was damaged: it is set aside as \(setAside), and the queue starts empty") }
         let table = try store.all()
         for refusal in table.refused {

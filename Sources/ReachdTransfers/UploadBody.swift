@@ -43,7 +43,7 @@ struct UploadBody: AsyncSequence, Sendable {
             if offset < body.size {
                 let count = Int(Swift.min(Int64(UploadBody.pieceBytes), body.size - offset))
                 let file = body.file, at = offset
-                let piece = try await file.threads.runIfActive { () throws -> ByteBuffer in
+                let piece = try await file.threads.run { () throws -> ByteBuffer in
                     var buffer = ByteBuffer()
                     try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
                         let n = pread(file.raw, raw.baseAddress, count, off_t(at))

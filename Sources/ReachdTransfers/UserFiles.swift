@@ -1,6 +1,7 @@
 import NIOPosix
 import ReachdSystem
 import ReachdTransferModel
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +24,16 @@ package struct FileError: Error, CustomStringConvertible, Sendable {
     /// The file being uploaded ends before the length the request announced.
     static var fileToUploadGotShorter: FileError { FileError("the file to upload got shorter", errno: nil) }
 
+    /// A write to a file in `directory` has not returned for `FileThreads.answerSeconds`: its file system does not answer.
+    static func notAnswering(_ directory: String) -> FileError {
+        var error = FileError("the file system of \(directory) does not answer: a write has waited \(Int(FileThreads.answerSeconds)) s", errno: nil)
+        error.directoryNotAnswering = directory
+        return error
+    }
+
+    /// Set for `notAnswering`: the directory whose file system does not answer.
+    package var directoryNotAnswering: String?
+
     var isPermission: Bool { errno.map { [EACCES, EPERM, EROFS].contains($0.rawValue) } ?? false }
     var isDiskFull: Bool { errno.map { [ENOSPC, EDQUOT].contains($0.rawValue) } ?? false }
 }
@@ -41,21 +52,46 @@ struct RegularFile: ~Copyable {
 /// file (the partial files' writes and flushes, the uploads' reads, digests) runs on these threads.
 public final class UserFiles: Sendable {
     /// The file threads.
-    let threads: NIOThreadPool
+    let threads = FileThreads()
     private let guarded: [String]
+    /// Directories with a write that has not returned for `FileThreads.answerSeconds`: how many such writes each.
+    private let stuck = Mutex<[String: Int]>([:])
+    /// Told when a stuck write returns (`answered`).
+    private let answeredHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
     public init(guarded: [String]) {
         self.guarded = guarded.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
-        threads = NIOThreadPool(numberOfThreads: 2)
-        threads.start()
     }
 
-    public func shutdown() async { try? await threads.shutdownGracefully() }
+    /// No file call starts from now on (a thread stuck in a hung file system is not waited for).
+    public func shutdown() { threads.stop() }
+
+    /// Directories whose file system does not answer: a write there has waited `FileThreads.answerSeconds` and not returned.
+    var notAnswering: Set<String> { stuck.withLock { Set($0.keys) } }
+
+    /// Calls `handler` whenever a stuck write returns.
+    func onAnswered(_ handler: @escaping @Sendable () -> Void) {
+        answeredHandler.withLock { $0 = handler }
+    }
+
+    /// A write to a file in `directory` has not returned in time; `answered` is to be called when it does.
+    func writeStuck(in directory: String) {
+        stuck.withLock { $0[directory, default: 0] += 1 }
+    }
+
+    /// A write that was stuck in `directory` returned.
+    func answered(in directory: String) {
+        stuck.withLock { stuck in
+            let left = (stuck[directory] ?? 1) - 1
+            stuck[directory] = left > 0 ? left : nil
+        }
+        answeredHandler.withLock { $0 }?()
+    }
 
     /// Runs `body` on the file threads, waited for even in a cancelled task.
     func run<T: Sendable>(_ body: @Sendable @escaping () throws(FileError) -> T) async throws(FileError) -> T {
         do {
-            return try await threads.runUncancellable(body)
+            return try await threads.run(body)
         } catch let error as FileError {
             throw error
         } catch {

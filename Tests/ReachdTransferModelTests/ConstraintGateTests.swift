@@ -142,12 +142,19 @@ final class ConstraintGateTests: XCTestCase {
         XCTAssertEqual(decide(job([:]), free(0)), .run, "not asked")
     }
 
-    func testADestinationBeingReadOrNotAnsweringHoldsOnlyJobsThatAskForFreeSpace() {
+    /// A destination being read holds the jobs that ask for its free space; one that does not answer (a look, or a write
+    /// stuck there) holds every download there, `now` too, and no upload.
+    func testADestinationBeingReadHoldsJobsThatAskForFreeSpaceAndOneNotAnsweringEveryDownload() {
         let asking = job(["storageNotLow": "true"])
         XCTAssertEqual(decide(asking, route(facts: GateFacts(destination: .reading))), .wait(reason: "waiting: reading the free space at the destination"))
         XCTAssertEqual(decide(asking, route(facts: GateFacts(destination: .notAnswering("/mnt/nfs")))),
                        .wait(reason: "waiting: the file system of /mnt/nfs does not answer"))
-        XCTAssertEqual(decide(job([:]), route(facts: GateFacts(destination: .notAnswering("/mnt/nfs")))), .run)
+        XCTAssertEqual(decide(job([:]), route(facts: GateFacts(destination: .reading))), .run)
+        for asked in [[:], ["now": "true"]] {
+            XCTAssertEqual(decide(job(asked), route(facts: GateFacts(destination: .notAnswering("/mnt/nfs")))),
+                           .wait(reason: "waiting: the file system of /mnt/nfs does not answer"), "\(asked)")
+        }
+        XCTAssertEqual(decide(job([:], upload: true), route(facts: GateFacts(destination: .notAnswering("/mnt/nfs")))), .run)
         XCTAssertEqual(decide(job(["storageNotLow": "true"], upload: true), route(facts: GateFacts(destination: .reading))), .run)
     }
 

@@ -20,7 +20,7 @@ final class DirectWriteTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        await files.shutdown()
+        files.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -18,7 +18,7 @@ final class PartialFileTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        await files.shutdown()
+        files.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -86,7 +86,7 @@ final class TransferSchedulerTests: XCTestCase {
         }
         await scheduler.stopAll()
         await fetcher.shutdown()
-        await files.shutdown()
+        files.shutdown()
     }
 
     /// The first job a watcher sees that matches `condition`, or nil after 10 s.

@@ -1,8 +1,9 @@
-"""A file system whose statfs does not answer until released: a stand-in for an NFS server that stopped answering.
+"""A file system that does not answer until released: a stand-in for an NFS server that stopped answering.
 
-Usage (as root): hanging_fs.py BACKING_DIRECTORY MOUNTPOINT RELEASE_FIFO
-Everything but statfs passes through to BACKING_DIRECTORY (files created are given to the caller). Every statfs
-waits until a line is written to RELEASE_FIFO; from then on it answers at once: 1 MiB free of 4 MiB.
+Usage (as root): hanging_fs.py BACKING_DIRECTORY MOUNTPOINT RELEASE_FIFO [WRITES_HANG_PAST_BYTES]
+Everything passes through to BACKING_DIRECTORY (files created are given to the caller) but what hangs: without
+WRITES_HANG_PAST_BYTES every statfs waits until a line is written to RELEASE_FIFO, and from then on answers at once
+(1 MiB free of 4 MiB); with it, a write that reaches past that many bytes of its file waits so.
 """
 import errno
 import os
@@ -13,6 +14,7 @@ import fuse
 
 fuse.fuse_python_api = (0, 2)
 released = threading.Event()
+writes_hang_past = int(sys.argv[4]) if len(sys.argv) > 4 else None
 
 
 def wait_for_release(fifo):
@@ -41,6 +43,8 @@ class HangingFS(fuse.Fuse):
                 return os.pread(self.fd, length, offset)
 
             def write(self, data, offset):
+                if writes_hang_past is not None and offset + len(data) > writes_hang_past:
+                    released.wait()
                 return os.pwrite(self.fd, data, offset)
 
             def fgetattr(self):
@@ -93,7 +97,8 @@ class HangingFS(fuse.Fuse):
         os.utime(self.real(path), ns=(accessed.tv_sec * 10**9 + accessed.tv_nsec, modified.tv_sec * 10**9 + modified.tv_nsec))
 
     def statfs(self):
-        released.wait()
+        if writes_hang_past is None:
+            released.wait()
         answer = fuse.StatVfs()
         answer.f_bsize = answer.f_frsize = 4096
         answer.f_blocks = 1024
@@ -105,6 +110,7 @@ class HangingFS(fuse.Fuse):
 
 def main():
     backing, mountpoint, fifo = sys.argv[1:4]
+    del sys.argv[4:]
     threading.Thread(target=wait_for_release, args=(fifo,), daemon=True).start()
     server = HangingFS(backing, dash_s_do="setsingle")
     server.parse([sys.argv[0], mountpoint, "-f", "-o", "allow_other,default_permissions"])
