@@ -16,6 +16,7 @@
 #include <linux/if.h>
 #include <linux/if_arp.h>
 #include <linux/rtnetlink.h>
+#include <linux/fib_rules.h>
 #include <linux/netconf.h>
 #include <linux/filter.h>
 

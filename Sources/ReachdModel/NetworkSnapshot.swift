@@ -214,6 +214,8 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var linkdownPolicy: LinkdownPolicy
     /// Changes whenever the policy rules (`ip rule`) change; the kernel's route lookups read them.
     public var ruleGeneration: UInt64 = 0
+    /// The uid ranges the policy rules select by: whose host verdicts are judged for them alone.
+    public var uidRules = UIDRouteRules()
     /// Changes when any route changed since (coalesced, see `ChangeCoalescer`); the kernel's route lookups
     /// for hosts may answer differently.
     public var routeGeneration: UInt64 = 0

@@ -3,6 +3,9 @@ import ReachdModel
 import ReachdNetlink
 import ReachdSystem
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Host targets: resolves names (in each requester's turn, `HostResolver`), asks the kernel for the route to
 /// every address, judges it, and re-judges the watched hosts whenever the network changes, publishing
@@ -59,6 +62,10 @@ public final class HostMonitor: Sendable {
     private let resolver: HostResolver
     /// The kernel's route decisions for a batch of addresses (`RouteLookup`; tests give their own).
     private let routes: @Sendable ([IPAddress]) -> [RouteDecision]
+    /// The same for another user's packets (`RTA_UID`), where policy rules select by uid; nil: not asked.
+    private let routesForUser: (@Sendable ([IPAddress], UInt32) -> [RouteDecision])?
+    /// The user the kernel routes `routes`' lookups for: reachd's own.
+    private let ownUID = getuid()
     let state = Mutex(State())
     /// How the refresh and the retries wait (reachd: its event loops' timers).
     private let sleeper: Sleeper
@@ -69,13 +76,16 @@ public final class HostMonitor: Sendable {
     package convenience init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, sleeper: Sleeper = .task,
                              logger: Logger) throws {
         let lookup = try SerialRouteLookup()
-        self.init(judge: judge, refreshSeconds: refreshSeconds, resolver: resolver, sleeper: sleeper, logger: logger) { lookup($0) }
+        self.init(judge: judge, refreshSeconds: refreshSeconds, resolver: resolver, sleeper: sleeper, logger: logger,
+                  routes: { lookup($0) }, routesForUser: { lookup($0, uid: $1) })
     }
 
     /// A monitor whose route decisions come from `routes`.
     package init(judge: HostVerdict, refreshSeconds: Double, resolver: HostResolver, sleeper: Sleeper = .task, logger: Logger,
-                 routes: @escaping @Sendable ([IPAddress]) -> [RouteDecision]) {
+                 routes: @escaping @Sendable ([IPAddress]) -> [RouteDecision],
+                 routesForUser: (@Sendable ([IPAddress], UInt32) -> [RouteDecision])? = nil) {
         self.judge = judge
+        self.routesForUser = routesForUser
         self.refreshSeconds = refreshSeconds
         self.resolver = resolver
         self.sleeper = sleeper
@@ -114,8 +124,17 @@ public final class HostMonitor: Sendable {
     /// Stops one of the daemon's own watches of `hosts`.
     package func unwatch(_ hosts: [String]) { unwatch(hosts, requester: .daemon) }
 
-    /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed.
+    /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed. Where policy rules route a user's
+    /// packets otherwise than reachd's (`UIDRouteRules`), that user's verdict is judged for them alone: the kernel asked
+    /// with their uid, nothing recorded or published (sequence 1).
     package func verdict(for host: String, requester: ResolutionRequester) async -> StampedVerdict {
+        if case .user(let uid) = requester, let routesForUser, let snapshot = state.withLock({ $0.snapshot.uidRules.sameRoutes(uid, as: ownUID) ? nil : $0.snapshot }) {
+            let resolution = await resolution(of: host, requester: requester)
+            var addresses: [IPAddress] = []
+            if case .addresses(let list) = resolution { addresses = list }
+            let decisions = Dictionary(zip(addresses, routesForUser(addresses, uid)), uniquingKeysWith: { first, _ in first })
+            return StampedVerdict(verdict: judge.verdict(host: host, resolution: resolution, decisions: decisions, in: snapshot), sequence: 1, timestamp: .now())
+        }
         let verdict = await resolvedVerdict(of: host, requester: requester)
         state.withLock { Self.trimCache(&$0) }
         return verdict
@@ -381,5 +400,5 @@ private final class SerialRouteLookup: Sendable {
 
     init() throws { lookup = Mutex(try RouteLookup()) }
 
-    func callAsFunction(_ addresses: [IPAddress]) -> [RouteDecision] { lookup.withLock { $0.lookup(addresses) } }
+    func callAsFunction(_ addresses: [IPAddress], uid: UInt32? = nil) -> [RouteDecision] { lookup.withLock { $0.lookup(addresses, uid: uid) } }
 }

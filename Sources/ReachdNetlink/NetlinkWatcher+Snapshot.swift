@@ -51,6 +51,8 @@ extension NetlinkWatcher {
         }
         if dirty.contains(.rule) {
             current.ruleGeneration &+= 1
+            // A failed dump keeps the ranges known: the next rule change reads them again.
+            if let rules = dumpUIDRules() { current.uidRules = rules }
         }
         if otherRoutesChanged {
             current.routeGeneration &+= 1

@@ -42,36 +42,37 @@ public final class RouteLookup {
         lookup([destination])[0]
     }
 
-    /// The kernel's answers for `destinations`, in the same order. Each destination gets its own answer: a
+    /// The kernel's answers for `destinations`, in the same order; for packets of `uid` (`RTA_UID`, which rules with a
+    /// uid range select by), else of this process's user. Each destination gets its own answer: a
     /// refusal (reject route, no route) answers only its own request. A question that went unanswered (no
     /// answer within a second, a send or read failure) is asked once more before it is given as `.failed`.
-    public func lookup(_ destinations: [IPAddress]) -> [RouteDecision] {
-        var results = lookupInBatches(destinations)
+    public func lookup(_ destinations: [IPAddress], uid: UInt32? = nil) -> [RouteDecision] {
+        var results = lookupInBatches(destinations, uid: uid)
         let unanswered = results.indices.filter { !results[$0].isAnswer }
         if !unanswered.isEmpty {
-            for (index, decision) in zip(unanswered, lookupInBatches(unanswered.map { destinations[$0] })) {
+            for (index, decision) in zip(unanswered, lookupInBatches(unanswered.map { destinations[$0] }, uid: uid)) {
                 results[index] = decision
             }
         }
         return results
     }
 
-    private func lookupInBatches(_ destinations: [IPAddress]) -> [RouteDecision] {
+    private func lookupInBatches(_ destinations: [IPAddress], uid: UInt32?) -> [RouteDecision] {
         var results: [RouteDecision] = []
         results.reserveCapacity(destinations.count)
         var start = 0
         while start < destinations.count {
             let batch = destinations[start..<min(start + Self.batchSize, destinations.count)]
-            results += lookupBatch(Array(batch))
+            results += lookupBatch(Array(batch), uid: uid)
             start += batch.count
         }
         return results
     }
 
-    private func lookupBatch(_ destinations: [IPAddress]) -> [RouteDecision] {
+    private func lookupBatch(_ destinations: [IPAddress], uid: UInt32?) -> [RouteDecision] {
         let answers = AnswerBox()
         for (index, destination) in destinations.enumerated() {
-            switch send(destination) {
+            switch send(destination, uid: uid) {
             case .success(let sequence): answers.pending[sequence] = index
             case .failure(let code): answers.results[index] = .failed(errno: code)
             }
@@ -95,14 +96,15 @@ public final class RouteLookup {
     }
 
     /// Sends one request; its sequence number, or an errno.
-    private func send(_ destination: IPAddress) -> SendResult {
+    private func send(_ destination: IPAddress, uid: UInt32?) -> SendResult {
         guard let message = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else { return .failure(ENOMEM) }
         defer { nlmsg_free(message) }
         var header = rtmsg()
         header.rtm_family = UInt8(destination.family == .ipv4 ? AF_INET : AF_INET6)
         header.rtm_dst_len = UInt8(destination.bytes.count * 8)
         guard nlmsg_append(message, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)) == 0,
-              destination.bytes.withUnsafeBytes({ nla_put(message, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }) == 0
+              destination.bytes.withUnsafeBytes({ nla_put(message, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }) == 0,
+              uid.map({ nla_put_u32(message, Int32(RTA_UID.rawValue), $0) }) ?? 0 == 0
         else { return .failure(ENOMEM) }
         guard nl_send_auto(socket, message) >= 0, let sent = nlmsg_hdr(message) else { return .failure(EIO) }
         return .success(sent.pointee.nlmsg_seq)

@@ -108,6 +108,25 @@ final class HostIntegrationTests: XCTestCase {
         XCTAssertEqual(ruled.sequence, client.initial.sequence + 1)
     }
 
+    /// A rule that routes one user's packets otherwise (`ip rule add uidrange`), added while reachd runs: that user's
+    /// `status --host` is the kernel's route for them (the caller's uid in the lookup), root's stays the main table's.
+    func testAUsersHostVerdictIsTheKernelsRouteForThatUser() throws {
+        try lab.startDaemon()
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 table 100")
+        try lab.ip("rule add uidrange 65534-65534 lookup 100")
+        chmod(lab.directory, 0o755)
+        let nobody = try waited(for: { try Self.asNobody(NetLab.binary("reachctl"), ["status", "--host", "far.test", "--socket", lab.socketPath]) },
+                                until: { $0.out.contains("(wwan0)") })
+        XCTAssertEqual(nobody.out, "far.test: reachable via WWAN (wwan0), metered (interface kind wwan)\n", nobody.err)
+        let root = try lab.reachctl(["status", "--host", "far.test"])
+        XCTAssertTrue(root.out.hasPrefix("far.test: reachable via wired (eth0)"), "root's route is the main table's: \(root.out)")
+        XCTAssertEqual(try status("far.test").status, .wired, "a watched host stays reachd's own")
+    }
+
+    private static func asNobody(_ binary: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        try CommandLineIntegrationTests.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary] + arguments)
+    }
+
     func testWatchedHostFollowsRouteChanges() throws {
         try lab.startDaemon()
         let client = try lab.subscribe(host: "far.test")
