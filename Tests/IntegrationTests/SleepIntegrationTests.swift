@@ -55,6 +55,31 @@ final class SleepIntegrationTests: XCTestCase {
         try eventually("a new inhibitor", detail: (try? busctl("ListInhibitors")) ?? "") { try inhibitorHeld() }
     }
 
+    /// A transfer that does not stop (its write hangs in a file system that does not answer) holds the sleep no
+    /// longer than the 1 s grace: the inhibitor is let go while the transfer still runs.
+    func testATransferThatDoesNotStopHoldsTheSleepOnlyForTheGrace() throws {
+        guard HangingFileSystem.available else { throw XCTSkip("python3-fuse and /dev/fuse are needed") }
+        let fileSystem = try HangingFileSystem(in: lab, writesHangPast: 1 << 20)
+        defer { fileSystem.tearDown(lab) }
+        try startLogind()
+        try lab.startDaemon(arguments: ["--power", "system"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus!.address])
+        try eventually("reachd-transfers to hold a delay inhibitor", detail: (try? busctl("ListInhibitors")) ?? "") { try inhibitorHeld() }
+        let sum = try lab.serve("h.bin", bytes: 3 << 20)
+        let id = try lab.add(lab.url("h.bin"), output: fileSystem.mountPoint + "/h.bin", ["--sha256", sum])
+        try lab.waitFor(id, "running") { $0.state == .running }
+
+        // Stopping, the transfer writes what it received: past 1 MiB, which hangs.
+        try emitPrepareForSleep(true)
+        try eventually("the inhibitor let go", detail: (try? busctl("ListInhibitors")) ?? "") { try !inhibitorHeld() }
+        let shown = try lab.download(["show", id, "--json"])
+        XCTAssertTrue(shown.out.contains("\"state\":\"running\""), "the transfer has not stopped yet: \(shown.out)")
+
+        fileSystem.releaseCalls()
+        try emitPrepareForSleep(false)
+        try lab.waitFor(id, "completed after the resume") { $0.state == .completed }
+        XCTAssertEqual(try lab.sha256(fileSystem.mountPoint + "/h.bin"), sum)
+    }
+
     private func startLogind() throws {
         logind = try bus!.startMock("logind", name: Self.login, log: lab.lab.directory + "/logind.log")
     }
