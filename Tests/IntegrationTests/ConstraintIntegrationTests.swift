@@ -146,6 +146,31 @@ final class ConstraintIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/first.bin"), sum)
     }
 
+    /// The same two jobs let go in one pass (their not-before time passes at once): the later one stops and waits,
+    /// the earlier one goes on without being stopped (each no longer stops the other in turn).
+    func testTwoWithinBudgetJobsLetGoTogetherDoNotStopEachOther() throws {
+        lab = try TransferLab(eth0: false)
+        try lab.startTestServer()
+        let state = lab.lab.directory + "/reachd-state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try lab.lab.startDaemon(config: "[[budget]]\ninterface = \"wwan*\"\nlimit = 10000000\nperiod = \"day\"\n",
+                                arguments: ["--sysfs-root", "/sys", "--state-directory", state])
+        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n",
+                            arguments: ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath])
+        let sum = try lab.serve("p1.bin", bytes: 6_000_000)
+        _ = try lab.serve("p2.bin", bytes: 6_000_000)
+        let notBefore = Timestamp(microseconds: Timestamp.now().microseconds + 3_000_000).description
+        let (first, second) = try (
+            lab.add(lab.url("p1.bin?rate=1500000"), output: lab.out + "/p1.bin", ["--network", "within-budget", "--not-before", notBefore]),
+            lab.add(lab.url("p2.bin?rate=1500000"), output: lab.out + "/p2.bin", ["--network", "within-budget", "--not-before", notBefore])
+        )
+        try lab.waitFor(second, "waiting for what the first still needs") { ($0.reason ?? "").contains("promised to running jobs") }
+        XCTAssertEqual(try lab.waitFor(first, "completed") { $0.state.isTerminal }.state, .completed)
+        XCTAssertEqual(try lab.sha256(lab.out + "/p1.bin"), sum)
+        XCTAssertEqual(lab.gets("p1.bin").count, 1, "the first was never stopped: one request")
+        XCTAssertLessThanOrEqual(lab.gets("p2.bin").count, 1, "the second started at most once")
+    }
+
     func testConstraintOptionsAreChecked() throws {
         lab = try TransferLab()
         try lab.startDaemon()
