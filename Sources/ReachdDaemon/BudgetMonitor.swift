@@ -34,6 +34,8 @@ final class BudgetMonitor: Service, Sendable {
 
     private let state: Mutex<State>
     private let sampling = Mutex(())
+    /// One write of the state file at a time, outside `sampling` (a deleted link's count never waits for an fsync).
+    private let saving = Mutex(())
     private let budgets: [DataBudget]
     private let view: NetworkView
     /// How the wait between samples is timed.
@@ -91,6 +93,7 @@ final class BudgetMonitor: Service, Sendable {
     /// a clock's or a zone's change), so that an older count is never published after a newer one.
     func sample() {
         sampling.withLock { _ in sampleAlone() }
+        save(force: false)
     }
 
     /// Counts a deleted link's last counters (its `RTM_DELLINK`), in turn with the samples: bytes it moved since the
@@ -123,11 +126,14 @@ final class BudgetMonitor: Service, Sendable {
             return state.rule.shouldPublish(state.current, now: now) ? state.current : nil
         }
         if let publish { view.update(budgets: publish) }
-        save(force: false)
     }
 
     /// Writes the ledgers when `saveSeconds` passed since the last write (or `force`) and they changed.
     private func save(force: Bool) {
+        saving.withLock { _ in saveAlone(force: force) }
+    }
+
+    private func saveAlone(force: Bool) {
         let now = MonotonicClock.nanoseconds()
         let text: String? = state.withLock { state in
             guard force || now &- state.savedAt >= Self.saveSeconds * 1_000_000_000 else { return nil }

@@ -126,13 +126,14 @@ public final class HostMonitor: Sendable {
 
     /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed. Where policy rules route a user's
     /// packets otherwise than reachd's (`UIDRouteRules`), that user's verdict is judged for them alone: the kernel asked
-    /// with their uid, nothing recorded or published (sequence 1).
+    /// with their uid, the verdict neither recorded nor published (sequence 1); the name's resolution is shared.
     package func verdict(for host: String, requester: ResolutionRequester) async -> StampedVerdict {
         if case .user(let uid) = requester, let routesForUser, let snapshot = state.withLock({ $0.snapshot.uidRules.sameRoutes(uid, as: ownUID) ? nil : $0.snapshot }) {
             let resolution = await resolution(of: host, requester: requester)
             var addresses: [IPAddress] = []
             if case .addresses(let list) = resolution { addresses = list }
             let decisions = Dictionary(zip(addresses, routesForUser(addresses, uid)), uniquingKeysWith: { first, _ in first })
+            state.withLock { Self.trimCache(&$0) }
             return StampedVerdict(verdict: judge.verdict(host: host, resolution: resolution, decisions: decisions, in: snapshot), sequence: 1, timestamp: .now())
         }
         let verdict = await resolvedVerdict(of: host, requester: requester)

@@ -52,7 +52,7 @@ extension NetlinkWatcher {
         if dirty.contains(.rule) {
             current.ruleGeneration &+= 1
             // A failed dump keeps the ranges known: the next rule change reads them again.
-            if let rules = dumpUIDRules() { current.uidRules = rules }
+            if let rules = UIDRuleDump.ranges() { current.uidRules = rules }
         }
         if otherRoutesChanged {
             current.routeGeneration &+= 1

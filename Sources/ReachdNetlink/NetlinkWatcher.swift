@@ -234,11 +234,6 @@ public final class NetlinkWatcher: @unchecked Sendable {
         caches = opened
     }
 
-    /// The policy rules' uid ranges, dumped on the dump socket (on the watcher's thread, or before it runs).
-    func dumpUIDRules() -> UIDRouteRules? {
-        syncSocket.flatMap(UIDRuleDump.ranges(using:))
-    }
-
     /// A blocking socket for dumps: no ACKs, one large read at a time, and strict checking, so that the
     /// kernel filters a dump to one link (where it cannot, dumps stay right, only larger).
     static func openDumpSocket() throws(NetlinkError) -> OpaquePointer {

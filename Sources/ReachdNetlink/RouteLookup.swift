@@ -77,7 +77,9 @@ public final class RouteLookup {
             case .failure(let code): answers.results[index] = .failed(errno: code)
             }
         }
-        guard let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else {
+        let base = nl_socket_get_cb(socket)
+        defer { nl_cb_put(base) }
+        guard let callbacks = nl_cb_clone(base) else {
             return destinations.indices.map { answers.results[$0] ?? .failed(errno: ENOMEM) }
         }
         defer { nl_cb_put(callbacks) }

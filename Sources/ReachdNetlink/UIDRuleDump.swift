@@ -1,14 +1,19 @@
 import CNetlink
 import ReachdModel
 
-/// The uid ranges of the policy rules (`FRA_UID_RANGE`), read with a dump of every rule (`RTM_GETRULE`): libnl's
-/// rule objects do not carry them. A dump the kernel says was interrupted (the rules changed meanwhile) is made again.
+/// The uid ranges of the policy rules (`FRA_UID_RANGE`), read with a dump of every rule (`RTM_GETRULE`) on a socket of
+/// its own (a failed dump leaves nothing behind for others to read): libnl's rule objects do not carry them. A dump
+/// the kernel says was interrupted (the rules changed meanwhile) is made again.
 enum UIDRuleDump {
     /// The ranges of every rule that has one; nil when the dump fails.
-    static func ranges(using socket: OpaquePointer) -> UIDRouteRules? {
+    static func ranges() -> UIDRouteRules? {
+        guard let socket = try? NetlinkWatcher.openDumpSocket() else { return nil }
+        defer { nl_socket_free(socket) }
         for _ in 0..<3 {
             let box = RangesBox()
-            guard request(on: socket), let callbacks = nl_cb_clone(nl_socket_get_cb(socket)) else { return nil }
+            let base = nl_socket_get_cb(socket)
+            defer { nl_cb_put(base) }
+            guard request(on: socket), let callbacks = nl_cb_clone(base) else { return nil }
             defer { nl_cb_put(callbacks) }
             nl_cb_set(callbacks, NL_CB_VALID, NL_CB_CUSTOM, ruleCallback, Unmanaged.passUnretained(box).toOpaque())
             let received = nl_recvmsgs(socket, callbacks)

@@ -42,7 +42,7 @@ public enum CacheFill {
     /// A request that failed with `outcome`, as the cache reports it: the reason, or "stopped".
     public static func failure(_ outcome: FetchOutcome) -> String {
         switch outcome {
-        case .failed(let reason), .retry(let reason, _): reason
+        case .failed(let reason), .retry(let reason, _), .destinationNotAnswering(let reason): reason
         default: "stopped"
         }
     }

@@ -15,4 +15,7 @@ public enum FetchOutcome: Sendable {
     case notAllowed(total: Int64?)
     /// Stopped by the scheduler (pause, metered switch, cancel); what was received is on disk.
     case stopped
+    /// A write to the partial file has not returned (its file system does not answer): the job waits, no attempt
+    /// counted, while the gate holds its directory; it goes on from its partial file once the write returns.
+    case destinationNotAnswering(reason: String)
 }

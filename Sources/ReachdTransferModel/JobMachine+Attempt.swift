@@ -211,6 +211,10 @@ extension JobMachine {
         case .failed(let reason):
             job.reason = reason
             return (.failed, !job.isUpload)
+        case .destinationNotAnswering(let reason):
+            job.reason = "waiting: \(reason)"
+            actions.append(.log("job \(id): \(reason)", metadata: [:]))
+            return (.deferred, false)
         }
     }
 }

@@ -72,8 +72,7 @@ extension Fetcher {
         case .overLimit(let total):
             return .restart(reason: "server sent more than the \(total) bytes it announced")
         case .writeFailed(let error) where error.directoryNotAnswering != nil:
-            // The job waits for the write to return (`UserFiles.notAnswering`), then goes on from its partial file.
-            return .retry(reason: "\(error)", retryAfter: nil)
+            return .destinationNotAnswering(reason: "\(error)")
         case .writeFailed(let error):
             return .failed(reason: error.isDiskFull ? "failed: disk full: \(error)" : "failed: \(error)")
         case .cancelled:

@@ -17,7 +17,7 @@ final class FileThreads: @unchecked Sendable {
     private let idleSeconds: Double
     private let condition = NSCondition()
     // Guarded by `condition`.
-    private var queue = CircularBuffer<@Sendable () -> Void>()
+    private var queue = CircularBuffer<Call>()
     private var idle = 0
     private var threads = 0
     private var stopped = false
@@ -38,7 +38,7 @@ final class FileThreads: @unchecked Sendable {
     /// Runs `body` on a file thread; the future completes on `eventLoop`. Once stopped, fails at once.
     func run<T: Sendable>(on eventLoop: any EventLoop, _ body: @escaping @Sendable () throws -> T) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
-        let work: @Sendable () -> Void = { promise.completeWith(Result { try body() }) }
+        let work = Call(run: { promise.completeWith(Result { try body() }) }, fail: { promise.fail($0) })
         condition.lock()
         guard !stopped else {
             condition.unlock()
@@ -72,13 +72,14 @@ final class FileThreads: @unchecked Sendable {
         do {
             try DetachedThread.start { [self] in work() }
         } catch {
-            // No thread to be had: the calls queued wait for a running thread, or run on the caller's if none runs.
+            // No thread to be had (the unit's TasksMax=): the calls queued wait for a running thread, or fail when none
+            // runs, never on the caller's thread (which a hung file system would then hold).
             condition.lock()
             threads -= 1
-            var orphaned: [@Sendable () -> Void] = []
+            var orphaned: [Call] = []
             while threads == 0, let call = queue.popFirst() { orphaned.append(call) }
             condition.unlock()
-            for call in orphaned { call() }
+            for call in orphaned { call.fail(error) }
         }
     }
 
@@ -88,7 +89,7 @@ final class FileThreads: @unchecked Sendable {
         while true {
             if let call = queue.popFirst() {
                 condition.unlock()
-                call()
+                call.run()
                 condition.lock()
                 continue
             }
@@ -101,4 +102,10 @@ final class FileThreads: @unchecked Sendable {
         threads -= 1
         condition.unlock()
     }
+}
+
+/// A call queued for a file thread: run it, or fail it when no thread can take it.
+private struct Call: Sendable {
+    let run: @Sendable () -> Void
+    let fail: @Sendable (any Error) -> Void
 }

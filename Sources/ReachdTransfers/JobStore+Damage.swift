@@ -32,7 +32,7 @@ extension JobStore {
         let stamp = "\(time)".prefix(19).filter { $0.isNumber || $0 == "T" } + "Z"
         var aside = "\(table).damaged-\(stamp)"
         var number = 1
-        while access(aside, F_OK) == 0 {
+        while ["", "-wal", "-shm"].contains(where: { access(aside + $0, F_OK) == 0 }) {
             number += 1
             aside = "\(table).damaged-\(stamp)-\(number)"
         }

@@ -22,6 +22,8 @@ extension TransferScheduler {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
         let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job), observer: self)
+        // A file system that does not answer is not asked the file's size: the next attempt measures it.
+        if case .destinationNotAnswering = outcome { return (outcome, machines[job.id]?.job.bytesMoved ?? job.bytesMoved) }
         return (outcome, await partial.size())
     }
 
@@ -62,6 +64,8 @@ extension TransferScheduler {
 
     func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) {
         feed(.attemptStarted(offset: offset, total: total, validators: validators), to: jobID)
+        // A within-budget job's size, now known, is promised to it: the jobs started after it are weighed again.
+        if total != nil, running.count > 1, machines[jobID]?.job.constraints.network.contains(.withinBudget) == true { reschedule() }
     }
 
     func progress(jobID: String, bytes: Int64) {

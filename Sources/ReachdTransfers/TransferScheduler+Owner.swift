@@ -121,6 +121,7 @@ extension TransferScheduler {
             try store.save(job)
         } catch {
             await undo()
+            logger.error("job \(job.id) refused: the job table cannot be written (\(Self.reason(error)))")
             throw ProtocolError(.internalError, "the job table cannot be written (\(Self.reason(error))): the job is not added")
         }
         machines[job.id] = MachineCell(JobMachine(job, rules: settings.rules))

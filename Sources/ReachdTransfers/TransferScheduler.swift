@@ -253,6 +253,11 @@ actor TransferScheduler: FetchObserver {
             for action in machines[id]?.handle(.reevaluate(route), at: now) ?? [] { carryOut(action, for: id) }
         }
         for id in JobQueue.toStart(machines.values.lazy.compactMap(\.place), running: running.count, limit: settings.concurrency) {
+            // What a within-budget job may move counts the jobs started just before it in this pass: decided again.
+            if let job = machines[id]?.job, job.constraints.network.contains(.withinBudget), !running.isEmpty {
+                for action in machines[id]?.handle(.reevaluate(route(of: job)), at: now) ?? [] { carryOut(action, for: id) }
+                guard machines[id]?.place != nil else { continue }
+            }
             feed(.start, to: id)
         }
         armWakeTimer()
