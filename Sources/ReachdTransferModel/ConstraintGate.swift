@@ -55,8 +55,8 @@ public struct GateFacts: Hashable, Sendable {
     /// Why the destination's free space is not known yet (`storageNotLow` waits): its file system is being read; or
     /// why every download there waits: its file system does not answer (a look, or a write, that has not returned).
     public var destination: DestinationWait?
-    /// Bytes of the route's link budget promised to other running `within-budget` jobs: what they still have to
-    /// move, which the budget's count does not hold yet.
+    /// Bytes of the route's link budget promised to other running `within-budget` jobs (what they still have to
+    /// move) and moved by the queue's jobs: what the budget's count does not hold yet.
     public var budgetReserved: UInt64 = 0
     /// While the wall clock cannot be trusted yet (`ClockTrust`): the latest time the job table holds, which the
     /// clock reads before. Jobs with times (not-before, a window, a deadline) wait.
@@ -134,7 +134,7 @@ extension TransferGate {
             let still = UInt64(max(0, size - job.bytesMoved)), reserved = route.facts.budgetReserved
             let left = budget.limitBytes - min(budget.usedBytes, budget.limitBytes)
             if still > left - min(reserved, left) {
-                let promised = reserved == 0 ? "" : ", \(Self.decimal(reserved, like: budget.limitBytes)) more promised to running jobs"
+                let promised = reserved == 0 ? "" : ", \(Self.decimal(reserved, like: budget.limitBytes)) more not counted yet (moved, or promised to running jobs)"
                 return .wait(reason: "waiting: \(used)\(promised); the job needs \(Self.decimal(still, like: budget.limitBytes)) more")
             }
         }

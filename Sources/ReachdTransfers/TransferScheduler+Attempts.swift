@@ -9,7 +9,10 @@ extension TransferScheduler {
             running[id] = nil
             return
         }
+        if job.isUpload { uncounted.started(id, at: 0) }
         let (outcome, partialSize) = job.isUpload ? (await sendUpload(job), 0) : await download(job)
+        let moved = job.isUpload ? (machines[id]?.job.bytesMoved ?? 0) : partialSize
+        uncounted.ended(id, at: moved, on: verdict(for: job)?.interface)
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
     }
 
@@ -63,12 +66,14 @@ extension TransferScheduler {
     }
 
     func started(jobID: String, offset: Int64, total: Int64?, validators: Validators) {
+        uncounted.started(jobID, at: offset)
         feed(.attemptStarted(offset: offset, total: total, validators: validators), to: jobID)
         // A within-budget job's size, now known, is promised to it: the jobs started after it are weighed again.
         if total != nil, running.count > 1, machines[jobID]?.job.constraints.network.contains(.withinBudget) == true { reschedule() }
     }
 
     func progress(jobID: String, bytes: Int64) {
+        if let job = machines[jobID]?.job { uncounted.moved(jobID, to: bytes, on: verdict(for: job)?.interface) }
         feed(.progressed(bytes: bytes), to: jobID)
     }
 }

@@ -23,7 +23,7 @@ extension TransferScheduler {
     func facts(for job: Job, verdict: Verdict?) -> GateFacts {
         var facts = GateFacts(power: power, roaming: RoamingFact(verdict: verdict), clockBehind: clock.behind)
         if job.constraints.network.contains(.withinBudget), let link = verdict?.interface {
-            facts.budgetReserved = budgetReserved(on: link, besides: job.id)
+            facts.budgetReserved = budgetReserved(on: link, besides: job.id, used: verdict?.budget?.usedBytes)
         }
         guard !job.isUpload, let slash = job.file.lastIndex(of: "/") else { return facts }
         let directory = slash == job.file.startIndex ? "/" : String(job.file[..<slash])
@@ -44,10 +44,11 @@ extension TransferScheduler {
 
     /// What the running `within-budget` jobs on `link` still have to move (their sizes known): all of them for a
     /// job that waits, those that started before it for a running one (so that of two that do not fit together,
-    /// the later one stops and the earlier one goes on).
-    func budgetReserved(on link: String, besides id: String) -> UInt64 {
+    /// the later one stops and the earlier one goes on); and what the queue moved there that the count `used` does not
+    /// hold yet (`UncountedBudgetBytes`).
+    func budgetReserved(on link: String, besides id: String, used: UInt64?) -> UInt64 {
         let before = startOrder[id] ?? .max
-        return running.keys.reduce(into: UInt64(0)) { sum, other in
+        return running.keys.reduce(into: uncounted.uncounted(on: link, used: used)) { sum, other in
             guard other != id, startOrder[other] ?? .max < before, let job = machines[other]?.job, job.constraints.network.contains(.withinBudget),
                   let total = job.bytesTotal, verdict(for: job)?.interface == link else { return }
             let (added, overflow) = sum.addingReportingOverflow(UInt64(max(0, total - job.bytesMoved)))

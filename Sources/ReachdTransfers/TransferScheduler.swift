@@ -61,6 +61,8 @@ actor TransferScheduler: FetchObserver {
     var nextWatcher = 0
     var nextSequence: Int64 = 1
     var wakeTimer: Task<Void, Never>?
+    /// Bytes moved on each link that the budget count seen does not hold yet.
+    var uncounted = UncountedBudgetBytes()
     /// The job table's failed writes (`TransferScheduler+Table.swift`), and the timer that tries them again.
     var health = JobTableHealth()
     var tableRetry: Task<Void, Never>?

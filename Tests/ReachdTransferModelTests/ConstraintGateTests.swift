@@ -85,7 +85,7 @@ final class ConstraintGateTests: XCTestCase {
         var promised = GateFacts()
         promised.budgetReserved = 200_000_000
         XCTAssertEqual(decide(job(["network": "within-budget"], total: 300_000_000), route(metered: true, facts: promised, budget: month)),
-                       .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month, 0.2 GB more promised to running jobs; the job needs 0.3 GB more"))
+                       .wait(reason: "waiting: 4.6 of 5.0 GB used on wwan0 this month, 0.2 GB more not counted yet (moved, or promised to running jobs); the job needs 0.3 GB more"))
         promised.budgetReserved = 100_000_000
         XCTAssertEqual(decide(job(["network": "within-budget"], total: 300_000_000), route(metered: true, facts: promised, budget: month)), .run)
         XCTAssertEqual(decide(job(["network": "within-budget"], total: nil), route(metered: true, budget: month), sizeChecked: false), .needSize)
