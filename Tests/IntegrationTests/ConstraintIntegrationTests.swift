@@ -125,9 +125,8 @@ final class ConstraintIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.sha256(lab.out + "/b.bin"), sum)
     }
 
-    /// Two within-budget jobs that each fit what is left of the budget, but not together: the second waits while
-    /// the first runs, since what the first still has to move is promised to it.
-    func testWithinBudgetJobsReserveWhatTheyStillNeed() throws {
+    /// reachd counting a daily budget of 10 MB on wwan*, the lab's only uplink, and reachd-transfers taking its verdicts.
+    private func startWithABudgetOf10MB() throws {
         lab = try TransferLab(eth0: false)
         try lab.startTestServer()
         let state = lab.lab.directory + "/reachd-state"
@@ -136,6 +135,12 @@ final class ConstraintIntegrationTests: XCTestCase {
                                 arguments: ["--sysfs-root", "/sys", "--state-directory", state])
         try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n",
                             arguments: ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath])
+    }
+
+    /// Two within-budget jobs that each fit what is left of the budget, but not together: the second waits while
+    /// the first runs, since what the first still has to move is promised to it.
+    func testWithinBudgetJobsReserveWhatTheyStillNeed() throws {
+        try startWithABudgetOf10MB()
         let sum = try lab.serve("r.bin", bytes: 6_000_000)
         let first = try lab.add(lab.url("r.bin?rate=1000000"), output: lab.out + "/first.bin", ["--network", "within-budget"])
         _ = try lab.waitFor(first, "running") { $0.state == .running && $0.bytesMoved > 0 }
@@ -151,14 +156,7 @@ final class ConstraintIntegrationTests: XCTestCase {
     /// waits, and once the first has ended it still counts the first's 6 MB, which the count it sees does not hold
     /// (reachd tells a count alone to no subscriber): it never starts.
     func testTwoWithinBudgetJobsLetGoTogetherRunOneAtATime() throws {
-        lab = try TransferLab(eth0: false)
-        try lab.startTestServer()
-        let state = lab.lab.directory + "/reachd-state"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        try lab.lab.startDaemon(config: "[[budget]]\ninterface = \"wwan*\"\nlimit = 10000000\nperiod = \"day\"\n",
-                                arguments: ["--sysfs-root", "/sys", "--state-directory", state])
-        try lab.startDaemon(config: "[downloads]\nmetered_threshold = 1048576\n",
-                            arguments: ["--verdicts", "reachd", "--reachd-socket", lab.lab.socketPath])
+        try startWithABudgetOf10MB()
         let sum = try lab.serve("p1.bin", bytes: 6_000_000)
         _ = try lab.serve("p2.bin", bytes: 6_000_000)
         let notBefore = Timestamp(microseconds: Timestamp.now().microseconds + 3_000_000).description
