@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "ReachdServiceKit",
             dependencies: [
-                "ReachdConfig", "ReachdSystem", "CSystemd", "CReachdMemory",
+                "ReachdConfig", "ReachdSystem", "CSystemd", "CReachdMemory", "CReachdFiles",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

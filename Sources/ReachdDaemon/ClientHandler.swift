@@ -19,6 +19,7 @@ final class ClientHandler: ChannelInboundHandler {
     private let hub: VerdictHub
     private let hosts: HostMonitor?
     private let registry: SubscriberRegistry
+    private let descriptor: Int32?
     private let logger: Logger
     private let metrics: DaemonMetrics?
     private var subscribed = false
@@ -47,8 +48,11 @@ final class ClientHandler: ChannelInboundHandler {
     /// How long a client may leave its queue over the high-water mark before it is closed as not reading.
     static let unreadRepliesSeconds: Int64 = 15
 
-    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, uid: UInt32 = 0, privileged: Bool = true,
-         ledger: HostRequestLedger = HostRequestLedger(), metrics: DaemonMetrics? = nil, logger: Logger) {
+    /// `descriptor`: the connection's socket as reachd accepted it, which the registry writes events to directly
+    /// (nil: events go through the channel's queue only).
+    init(hub: VerdictHub, hosts: HostMonitor?, registry: SubscriberRegistry, descriptor: Int32? = nil, uid: UInt32 = 0,
+         privileged: Bool = true, ledger: HostRequestLedger = HostRequestLedger(), metrics: DaemonMetrics? = nil, logger: Logger) {
+        self.descriptor = descriptor
         self.privileged = privileged
         self.hub = hub
         self.metrics = metrics
@@ -252,7 +256,7 @@ final class ClientHandler: ChannelInboundHandler {
             // Events to a subscriber go straight to its socket only once nothing of the reply waits in the channel's queue.
             registry.writeThroughChannel(channel) { channel.writeAndFlush(line, promise: nil) }
         } else {
-            registry.add(channel, targets: targets, reply: line)
+            registry.add(channel, descriptor: descriptor, targets: targets, reply: line)
         }
         if case .subscribed = reply { channel.triggerUserOutboundEvent(ConnectionUse.subscribed, promise: nil) }
         channel.triggerUserOutboundEvent(ConnectionUse.requestAnswered, promise: nil)

@@ -22,6 +22,8 @@ public final class DaemonMetrics: Sendable {
     private let meteredStates: [MeteredState: Gauge]
     private let costLevels: [CostLevel: Gauge]
     private let costFlags: [String: Gauge]
+    private let linesToSockets: Counter
+    private let linesThroughQueues: Counter
     private let state = Mutex(State())
     /// Subscribed connections, counted by the socket server's event loops.
     package let subscribers = Atomic<Int>(0)
@@ -70,6 +72,9 @@ public final class DaemonMetrics: Sendable {
             (flag, registry.gauge("reachd_cost_flag", help: "1 when the cost of the path to the internet has the flag (roaming, approachingDataLimit, overDataLimit), else 0.",
                                   labels: [("flag", flag)]))
         })
+        let lineHelp = "Lines written to subscribers (events and their subscribed replies): straight to the socket reachd accepted (path socket), or through the event loop's queue (path queue)."
+        linesToSockets = registry.counter("reachd_subscriber_lines_total", help: lineHelp, labels: [("path", "socket")])
+        linesThroughQueues = registry.counter("reachd_subscriber_lines_total", help: lineHelp, labels: [("path", "queue")])
         // The known reasons start at 0, so that a rate over them works before the first drop.
         for reason in ["events_unread", "replies_unread"] { _ = dropCounter(reason) }
     }
@@ -105,6 +110,12 @@ public final class DaemonMetrics: Sendable {
             registry.counter("reachd_link_flaps_total", help: "Carrier losses per interface (beyond 64 names: other).",
                              labels: [("interface", name)]).increment()
         }
+    }
+
+    /// Lines written to subscribers: `direct` straight to their sockets, `queued` through their channels' queues.
+    package func subscriberLinesWritten(direct: Int, queued: Int) {
+        if direct > 0 { linesToSockets.increment(by: Int64(direct)) }
+        if queued > 0 { linesThroughQueues.increment(by: Int64(queued)) }
     }
 
     /// A client closed by the daemon; `reason`: `events_unread` (a subscriber past its queue bound) or

@@ -30,10 +30,9 @@ public final class SocketServer: Sendable {
 
     public let endpoint: SocketEndpoint
     private let hub: VerdictHub
-    private let group: any EventLoopGroup
     private let limits: Limits
     private let logger: Logger
-    private let channel: any Channel
+    private let acceptor: SocketAcceptor
     private let observer: VerdictHub.ObserverID
 
     /// Binds the socket (replacing a stale socket file, refusing a live one), or takes the one systemd
@@ -44,13 +43,10 @@ public final class SocketServer: Sendable {
     ) async throws {
         self.endpoint = endpoint
         self.hub = hub
-        self.group = group
         self.limits = limits
         self.logger = logger
         var registries: [ObjectIdentifier: SubscriberRegistry] = [:]
-        let tally = SubscriberTally { reason in
-            logger.warning("events go to subscribers through the event loops' queues, not straight to their sockets: \(reason)")
-        }
+        let tally = SubscriberTally()
         for loop in group.makeIterator() {
             registries[ObjectIdentifier(loop)] = SubscriberRegistry(eventLoop: loop, metrics: metrics, tally: tally) { client in
                 logger.notice("subscriber \(client) is not reading its events; dropped it")
@@ -63,24 +59,27 @@ public final class SocketServer: Sendable {
             refusalLine: { Reply.error(ProtocolError(.tooManyConnections, $0)).encodedLine() }, logger: logger,
             count: { metrics?.clientDropped(reason: $0) }
         )
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 4096)
-            // Out of descriptors (EMFILE, ENFILE): accepting pauses a second instead of spinning on the ready socket.
-            .serverChannelInitializer { AcceptPause.install(on: $0, logger: logger) }
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
-            // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
-            // At most 16 KiB a read: what a connection holding back its lines keeps (ClientHandler's backlog).
-            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 16384))
-            .childChannelInitializer { child in
-                limiter.admit(child) { peer in
-                    let registry = frozenRegistries[ObjectIdentifier(child.eventLoop)]!
-                    try child.pipeline.syncOperations.addHandler(ClientHandler(
-                        hub: hub, hosts: hosts, registry: registry, uid: peer.uid, privileged: peer.isPrivileged(includingGroup: true),
-                        ledger: ledger, metrics: metrics, logger: logger
-                    ))
+        // reachd accepts each connection itself and hands it to NIO, so that the registry knows the descriptor
+        // it writes events to (NIO names none of its channels' descriptors).
+        acceptor = try SocketAcceptor(endpoint: endpoint, backlog: 4096, logger: logger) { fd in
+            let loop = group.next()
+            let registry = frozenRegistries[ObjectIdentifier(loop)]!
+            ClientBootstrap(group: loop)
+                .channelOption(.writeBufferWaterMark, value: .init(low: queueBytes / 2, high: queueBytes))
+                // Requests are short lines: start reads small so thousands of idle subscribers stay cheap.
+                // At most 16 KiB a read: what a connection holding back its lines keeps (ClientHandler's backlog).
+                .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 16384))
+                .channelInitializer { child in
+                    limiter.admit(child) { peer in
+                        try child.pipeline.syncOperations.addHandler(ClientHandler(
+                            hub: hub, hosts: hosts, registry: registry, descriptor: fd, uid: peer.uid,
+                            privileged: peer.isPrivileged(includingGroup: true), ledger: ledger, metrics: metrics, logger: logger
+                        ))
+                    }
                 }
-            }
-        channel = try await endpoint.bind(bootstrap, logger: logger)
+                .withConnectedSocket(fd)
+                .whenFailure { error in logger.notice("could not serve an accepted connection: \(error)") }
+        }
         // Each event is encoded once and written by the publishing thread, or for many subscribers handed to the
         // event loops in turn.
         let serving = Array(registries.values)
@@ -99,10 +98,9 @@ public final class SocketServer: Sendable {
         hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }
     }
 
-    /// Stops accepting, closes every client and removes the socket file (one systemd passed stays).
+    /// Stops accepting and removes the socket file (one systemd passed stays).
     public func shutdown() async {
         hub.removeObserver(observer)
-        try? await channel.close()
-        endpoint.removeFile(logger: logger)
+        acceptor.stop()
     }
 }

@@ -11,7 +11,8 @@ extension SubscriberRegistry {
     func broadcast(_ events: [Event], flushHere: Bool = false) {
         guard !events.isEmpty else { return }
         let onLoop = eventLoop.inEventLoop
-        let planned = table.withLock { table in writeDirectly(events, onLoop: onLoop, table: &table) }
+        let (planned, direct) = table.withLock { table in writeDirectly(events, onLoop: onLoop, table: &table) }
+        metrics?.subscriberLinesWritten(direct: direct, queued: 0)
         if flushHere {
             eventLoop.preconditionInEventLoop()
             flushWaiting()
@@ -23,13 +24,13 @@ extension SubscriberRegistry {
     /// With the table held: records each subscriber's due events as given, and writes them to its socket where
     /// that is allowed (nothing of it waits in its channel's queue or for the loop) and possible (a descriptor this
     /// thread may write); the rest joins its pending lines. Subscribers to drop leave the table for `dropped`.
-    /// Returns whether a flush task is to be planned (none was, and there is work for one).
-    private func writeDirectly(_ events: [Event], onLoop: Bool, table: inout Table) -> Bool {
+    /// Returns whether a flush task is to be planned (none was, and there is work for one), and the lines written whole.
+    private func writeDirectly(_ events: [Event], onLoop: Bool, table: inout Table) -> (planned: Bool, direct: Int) {
         var queued = QueuedEvents(events)
         // The indices of the events one subscriber is due, reused from one subscriber to the next.
         var due: [Int] = []
         due.reserveCapacity(events.count)
-        var position = 0
+        var position = 0, direct = 0
         while position < table.subscribers.count {
             let subscriber = table.subscribers[position]
             position += 1
@@ -49,6 +50,7 @@ extension SubscriberRegistry {
             if !subscriber.loopOwes, !subscriber.mayHaveQueued,
                let descriptor = onLoop ? (subscriber.channel.isActive ? subscriber.loopDescriptor : nil) : subscriber.ownDescriptor {
                 (whole, sent) = Self.send(due, of: events, to: descriptor)
+                direct += whole
                 if whole == due.count { continue }
             }
             var first = queued.buffer(due[whole])
@@ -61,9 +63,9 @@ extension SubscriberRegistry {
                 table.waiting.append(subscriber)
             }
         }
-        guard !table.flushPlanned, !table.waiting.isEmpty || !table.dropped.isEmpty else { return false }
+        guard !table.flushPlanned, !table.waiting.isEmpty || !table.dropped.isEmpty else { return (false, direct) }
         table.flushPlanned = true
-        return true
+        return (true, direct)
     }
 
     /// Sends the lines of `due` in order while the socket takes them whole: returns how many it took whole, and
@@ -128,6 +130,7 @@ extension SubscriberRegistry {
             for line in lines[next...] { channel.write(line, promise: nil) }
             channel.flush()
         }
+        metrics?.subscriberLinesWritten(direct: next, queued: lines.count - next)
         reply()
         let queueEmpty = (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0
         table.withLock { _ in

@@ -46,7 +46,8 @@ final class SubscriberRegistry: @unchecked Sendable {
         let channel: any Channel
         /// Per target key (`SubscriberRegistry.key(forHost:)`), the last sequence the client has been given.
         var sequences: [String: UInt64] = [:]
-        /// NIO's descriptor of the socket, proven (`SubscriberSocket`): written only on the loop.
+        /// The socket's descriptor as reachd accepted it, which NIO now owns: written only on the loop, while the
+        /// channel is active (NIO closes it on the loop, and the registry hears of that there).
         var loopDescriptor: Int32?
         /// The registry's own descriptor of the socket, which any thread holding the table may write; closed
         /// when the subscriber leaves the table.
@@ -80,7 +81,9 @@ final class SubscriberRegistry: @unchecked Sendable {
 
     /// Subscribes a connection to `targets` (registry keys) whose verdicts, with these sequences, `reply` carries,
     /// and writes the reply: behind the lines it has pending, and before any event for it published from now on.
-    func add(_ channel: any Channel, targets: [(key: String, sequence: UInt64)], reply: ByteBuffer) {
+    /// `descriptor`: the connection's socket as reachd accepted it and handed it to NIO (`SocketAcceptor`), which
+    /// events may be written to directly; nil: through the channel's queue only.
+    func add(_ channel: any Channel, descriptor: Int32? = nil, targets: [(key: String, sequence: UInt64)], reply: ByteBuffer) {
         eventLoop.preconditionInEventLoop()
         let id = ObjectIdentifier(channel)
         let (subscriber, isNew) = table.withLock { table -> (Subscriber, Bool) in
@@ -91,6 +94,13 @@ final class SubscriberRegistry: @unchecked Sendable {
                 (subscriber, isNew) = (Subscriber(channel: channel), true)
                 table.positions[id] = table.subscribers.count
                 table.subscribers.append(subscriber)
+                if let descriptor, channel.isActive {
+                    subscriber.loopDescriptor = descriptor
+                    if tally.reserveOwnDescriptor() {
+                        subscriber.ownDescriptor = SubscriberSocket.duplicate(descriptor)
+                        if subscriber.ownDescriptor == nil { tally.releaseOwnDescriptor() }
+                    }
+                }
             }
             for target in targets {
                 subscriber.sequences[target.key] = max(subscriber.sequences[target.key] ?? 0, target.sequence)
@@ -102,15 +112,6 @@ final class SubscriberRegistry: @unchecked Sendable {
         if isNew {
             metrics?.subscribers.add(1, ordering: .relaxed)
             tally.count.add(1, ordering: .relaxed)
-            SubscriberSocket.descriptor(of: channel, found: { [self] fd in
-                table.withLock { table in
-                    guard let position = table.positions[id], table.subscribers[position] === subscriber else { return }
-                    subscriber.loopDescriptor = fd
-                    guard tally.reserveOwnDescriptor() else { return }
-                    guard let own = SubscriberSocket.duplicate(fd) else { return tally.releaseOwnDescriptor() }
-                    subscriber.ownDescriptor = own
-                }
-            }, missed: tally.directWritesMissed)
         }
         writePending(subscriber)
     }
@@ -214,19 +215,6 @@ final class SubscriberRegistry: @unchecked Sendable {
 final class SubscriberTally: Sendable {
     let count = Atomic<Int>(0)
     private let ownDescriptors = Atomic<Int>(0)
-    private let directWritesSaid = Atomic<Bool>(false)
-    /// Told, once, why a subscriber's socket could not be written directly (events then go through NIO's queue).
-    private let directWritesOff: @Sendable (String) -> Void
-
-    init(directWritesOff: @escaping @Sendable (String) -> Void = { _ in }) {
-        self.directWritesOff = directWritesOff
-    }
-
-    /// A subscriber's socket cannot be written directly: the first time, says why.
-    func directWritesMissed(_ reason: String) {
-        guard !directWritesSaid.exchange(true, ordering: .relaxed) else { return }
-        directWritesOff(reason)
-    }
 
     /// Descriptors of the registries' own, at most: each is one more open file, and the daemon's connections may
     /// take most of its limit (LimitNOFILE=4096 beside 2,176 connections).

@@ -37,7 +37,8 @@ struct Bench: ParsableCommand {
         // Every subscriber is root's: raise reachd's per-user and total connection limits (docs/limits.md) above them.
         let connections = max(subscribers, fanout) + 64
         var text = "[connections]\nper_user = \(connections)\ntotal = \(connections)\n"
-        if let metrics { text += "[metrics]\nlisten = \"\(metrics)\"\n" }
+        // Always served: the fan-out's path is read from it (the namespace is bench/run's own, so the port is free).
+        text += "[metrics]\nlisten = \"\(servedMetrics)\"\n"
         let config = "/tmp/reachd-bench-\(getpid()).toml"
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         defer { unlink(config) }
@@ -83,6 +84,7 @@ struct Bench: ParsableCommand {
         try probe.fanOut(watcher, clients: clients, rounds: fanoutRounds, program: fanoutProgram, into: &fanOut)
         for fd in clients { close(fd) }
         fanOut.print(label: "", subscribers: clients.count, extra: "; RSS \(daemon.rssKB() / 1024) MB")
+        print(fanOutPath())
 
         // 5. Hosts: last, so that its caches do not count in the memory figures above; eth0 carries them.
         if try probe.restoreWired(watcher), hosts > 0 { try benchHosts(socketPath) }
@@ -96,6 +98,7 @@ struct Bench: ParsableCommand {
         let binaries = [("before", before), ("after", reachd)]
         var latencies = [Latency(), Latency()]
         var fanOuts = [FanOut(), FanOut()]
+        var paths = ["", ""]
         for block in 0..<blocks {
             for turn in 0..<2 {
                 let which = (block + turn) % 2
@@ -110,6 +113,7 @@ struct Bench: ParsableCommand {
                 usleep(300_000)
                 progress("block \(block + 1): \(binaries[which].0), fan-out")
                 try probe.fanOut(watcher, clients: clients, rounds: fanoutRounds, program: fanoutProgram, into: &fanOuts[which])
+                paths[which] = fanOutPath(label: "  \(binaries[which].0): ")
                 for fd in clients { close(fd) }
                 _ = try probe.restoreWired(watcher)
             }
@@ -118,9 +122,28 @@ struct Bench: ParsableCommand {
         for which in 0..<2 {
             latencies[which].print(label: "  \(binaries[which].0): ")
             fanOuts[which].print(label: "  \(binaries[which].0): ", subscribers: fanout, extra: "")
+            print(paths[which] + " (its last block)")
         }
         let (b, a) = (median(fanOuts[0].reachd), median(fanOuts[1].reachd))
         print("  fan-out after/before: \(ratio(a / b)); latency over netlink, median: before +\(ms(median(latencies[0].overNetlink))) ms, after +\(ms(median(latencies[1].overNetlink))) ms")
+    }
+
+    /// Where `--metrics` is not given, reachd serves its metrics here all the same.
+    private var servedMetrics: String { metrics ?? "127.0.0.1:9464" }
+
+    /// Which way the daemon wrote its subscribers' lines so far (`reachd_subscriber_lines_total`): straight to the
+    /// sockets it accepted, or through NIO's queues.
+    private func fanOutPath(label: String = "") -> String {
+        guard let answer = try? scraped(servedMetrics) else { return "\(label)fan-out path: no metrics answer" }
+        let text = String(decoding: answer, as: UTF8.self)
+        func lines(_ path: String) -> String? {
+            text.split(separator: "\n").first { $0.hasPrefix("reachd_subscriber_lines_total{path=\"\(path)\"}") }
+                .flatMap { $0.split(separator: " ").last }.map(String.init)
+        }
+        guard let socket = lines("socket"), let queue = lines("queue") else {
+            return "\(label)fan-out path: not reported by this reachd (no reachd_subscriber_lines_total)"
+        }
+        return "\(label)fan-out path: \(socket) lines straight to the sockets reachd accepted, \(queue) through the event loops' queues"
     }
 
     /// A raw subscribed connection (its `subscribed` line already read).

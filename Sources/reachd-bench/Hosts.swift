@@ -57,7 +57,10 @@ extension Bench {
     }
 
     /// One `GET /metrics` from `address` (IPv4:port); returns the bytes of the answer.
-    private func scrape(_ address: String) throws -> Int {
+    private func scrape(_ address: String) throws -> Int { try scraped(address).count }
+
+    /// The answer to one `GET /metrics` from `address` (IPv4:port), headers and all.
+    func scraped(_ address: String) throws -> [UInt8] {
         let parts = address.split(separator: ":")
         guard parts.count == 2, let port = UInt16(parts[1]) else { throw BenchError("--metrics takes IPv4:PORT") }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -71,14 +74,14 @@ extension Bench {
         guard connected == 0 else { throw BenchError("cannot connect to \(address)") }
         let request = Array("GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        var total = 0
+        var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard n > 0 else { break }
-            total += n
+            answer += buffer.prefix(n)
         }
-        guard total > 0 else { throw BenchError("empty answer from \(address)") }
-        return total
+        guard !answer.isEmpty else { throw BenchError("empty answer from \(address)") }
+        return answer
     }
 }

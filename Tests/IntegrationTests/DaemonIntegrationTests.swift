@@ -55,6 +55,23 @@ final class DaemonIntegrationTests: XCTestCase {
         }
     }
 
+    /// reachd accepts its clients itself and writes a subscriber's events to the descriptor it accepted; its metrics
+    /// say which way each line went (bench/run prints them), so that a lost fast path is seen.
+    func testSubscribersEventsGoStraightToTheSocketsReachdAccepted() throws {
+        try lab.startDaemon(config: "[metrics]\nlisten = \"127.0.0.1:19468\"\n")
+        let watchers = try (0..<3).map { _ in try lab.subscribe() }
+        try lab.ip("route add default via 192.0.2.1 dev eth0 metric 100")
+        for watcher in watchers { _ = try watcher.waitFor("the change to eth0") { $0.status == .wired } }
+        let scrape = try lab.run("ip netns exec \(lab.host) curl -s --max-time 5 http://127.0.0.1:19468/metrics")
+        func lines(_ path: String) -> Double? {
+            scrape.split(separator: "\n").first { $0.hasPrefix("reachd_subscriber_lines_total{path=\"\(path)\"}") }
+                .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        // Three subscribed replies and three events, each to a socket that takes it whole.
+        XCTAssertGreaterThanOrEqual(lines("socket") ?? 0, 6, scrape)
+        XCTAssertEqual(lines("queue"), 0, scrape)
+    }
+
     func testSIGTERMShutsDownCleanlyAndRemovesTheSocket() throws {
         try lab.startDaemon()
         let client = try lab.subscribe()
