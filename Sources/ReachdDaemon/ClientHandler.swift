@@ -156,7 +156,7 @@ final class ClientHandler: ChannelInboundHandler {
             let reply = Reply.subscribed(id: request.id, verdicts: [verdict])
             guard !subscribed else { return send(reply, context: context) }
             subscribed = true
-            let key = SubscriberRegistry.key(forHost: nil)
+            let key = SubscriberRegistry.internetKey
             write(reply, to: context.channel, subscribing: [(key, verdict.sequence)])
             // A change published between reading the verdict and subscribing went to the subscribers before this one.
             if let now = hub.current, now.sequence > verdict.sequence {
@@ -226,14 +226,14 @@ final class ClientHandler: ChannelInboundHandler {
             return
         }
         watchedHosts += request.hosts
-        let targets = verdicts.map { (SubscriberRegistry.key(forHost: $0.verdict.target), $0.sequence) }
+        let targets = verdicts.map { (SubscriberRegistry.key(forHost: $0.verdict.target, uid: uid), $0.sequence) }
         write(.subscribed(id: request.id, verdicts: verdicts), to: channel, subscribing: targets)
         // Changes published since the watch answered went to the subscribers before this one.
-        let now = hosts?.currentVerdicts(of: verdicts.map(\.verdict.target)) ?? [:]
+        let now = hosts?.currentVerdicts(of: verdicts.map(\.verdict.target), requester: .user(uid)) ?? [:]
         let newer = verdicts.compactMap { sent in now[sent.verdict.target].flatMap { $0.sequence > sent.sequence ? $0 : nil } }
         guard !newer.isEmpty else { return }
         registry.broadcast(newer.map {
-            .init(line: Reply.event(verdict: $0).encodedLine(), key: SubscriberRegistry.key(forHost: $0.verdict.target), sequence: $0.sequence)
+            .init(line: Reply.event(verdict: $0).encodedLine(), key: SubscriberRegistry.key(forHost: $0.verdict.target, uid: uid), sequence: $0.sequence)
         })
     }
 

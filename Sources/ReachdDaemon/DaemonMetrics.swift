@@ -46,7 +46,7 @@ public final class DaemonMetrics: Sendable {
         sinceLastChange = registry.gauge("reachd_seconds_since_last_change", help: "Seconds since the internet verdict last changed, at the scrape.")
         resyncs = registry.counter("reachd_netlink_resyncs_total", help: "Times the netlink caches were thrown away and dumped again.")
         subscriberGauge = registry.gauge("reachd_subscribers", help: "Socket connections subscribed to events.")
-        watchedHosts = registry.gauge("reachd_watched_hosts", help: "Host targets watched by at least one client.")
+        watchedHosts = registry.gauge("reachd_watched_hosts", help: "Host targets watched by at least one client, each user's counted apart.")
         rejudge = registry.durationHistogram(
             "reachd_host_rejudge_duration_seconds", help: "Time to re-judge every watched host after a network change.",
             buckets: [.microseconds(100), .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(50),

@@ -94,8 +94,12 @@ public final class SocketServer: Sendable {
                 for registry in serving { registry.broadcast(events) }
             }
         }
-        observer = hub.addObserver(first: true) { fanOut([($0, SubscriberRegistry.key(forHost: nil))]) }
-        hosts.setObserver { verdicts in fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target)) }) }
+        observer = hub.addObserver(first: true) { fanOut([($0, SubscriberRegistry.internetKey)]) }
+        hosts.setObserverOfAllRequesters { requester, verdicts in
+            // A socket's hosts are its user's (ClientHandler watches them as `.user(uid)`).
+            guard case .user(let uid) = requester else { return }
+            fanOut(verdicts.map { ($0, SubscriberRegistry.key(forHost: $0.verdict.target, uid: uid)) })
+        }
     }
 
     /// Stops accepting and removes the socket file (one systemd passed stays).

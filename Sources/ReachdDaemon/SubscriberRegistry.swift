@@ -44,7 +44,7 @@ final class SubscriberRegistry: @unchecked Sendable {
     /// table's rule: its fields are touched only with the table held.
     final class Subscriber: @unchecked Sendable {
         let channel: any Channel
-        /// Per target key (`SubscriberRegistry.key(forHost:)`), the last sequence the client has been given.
+        /// Per target key (`internetKey`, `key(forHost:uid:)`), the last sequence the client has been given.
         var sequences: [String: UInt64] = [:]
         /// The socket's descriptor as reachd accepted it, which NIO now owns: written only on the loop, while the
         /// channel is active (NIO closes it on the loop, and the registry hears of that there).
@@ -66,9 +66,13 @@ final class SubscriberRegistry: @unchecked Sendable {
         init(channel: any Channel) { self.channel = channel }
     }
 
-    /// The registry key of a verdict's target: `internet`, or `host:NAME`.
-    static func key(forHost host: String?) -> String {
-        host.map { "host:" + $0 } ?? "internet"
+    /// The registry key of the internet verdict.
+    static let internetKey = "internet"
+
+    /// The registry key of a host's verdict as the user `uid` watches it (each user's hosts are their own:
+    /// `HostMonitor`), `host:UID:NAME`.
+    static func key(forHost host: String, uid: UInt32) -> String {
+        "host:\(uid):" + host
     }
 
     init(eventLoop: any EventLoop, metrics: DaemonMetrics? = nil, tally: SubscriberTally = SubscriberTally(),

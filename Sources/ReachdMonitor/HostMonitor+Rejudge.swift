@@ -1,4 +1,5 @@
 import ReachdModel
+import ReachdNetlink
 import ReachdSystem
 
 /// Judging the watched hosts again after a network change, off the thread that reported it: the watcher publishes
@@ -23,20 +24,23 @@ extension HostMonitor {
         while let (change, watched) = nextPass() {
             let started = ContinuousClock.now
             var judged = 0, changed = 0, cutShort = false
+            // reachd's own routes, asked once per pass whoever's hosts lead to them.
+            var known: [IPAddress: RouteDecision] = [:]
             for slice in RejudgeOrder.slices(of: watched) {
+                let key = { (host: String) in HostKey(host, slice.requester) }
                 // Each host with the addresses it has now, still watched: a resolution that came since the pass
                 // began (the names are resolved again beside it) is the one judged, never the older one.
                 let (current, hosts) = state.withLock { state in
-                    (state.changes, slice.compactMap { host in
-                        state.entries[host].flatMap { $0.watchers > 0 ? $0.resolution.map { (host, $0) } : nil }
+                    (state.changes, slice.hosts.compactMap { host in
+                        state.entries[key(host)].flatMap { $0.watchers > 0 ? $0.resolution.map { (host, $0) } : nil }
                     })
                 }
                 guard current == change else {
                     cutShort = true
                     break
                 }
-                let published = evaluate(hosts).changed
-                if !published.isEmpty { publish(published) }
+                let published = evaluate(hosts, requester: slice.requester, known: &known).changed
+                if !published.isEmpty { publish(published, requester: slice.requester) }
                 judged += hosts.count
                 changed += published.count
             }

@@ -9,7 +9,10 @@ import Glibc
 
 /// Host targets: resolves names (in each requester's turn, `HostResolver`), asks the kernel for the route to
 /// every address, judges it, and re-judges the watched hosts whenever the network changes, publishing
-/// changes once. A network change re-judges every watched host with the addresses it already has (a route
+/// changes once. Each requester (a user, or the daemon itself) has hosts of its own (`HostKey`): their own
+/// resolutions, verdicts and sequences, so that no user learns from another's, and a user whose packets the
+/// policy rules route otherwise than reachd's (`UIDRouteRules`) has them judged on the kernel's routes for that
+/// user (`RTA_UID`), whenever the rules say so, with no lookup added where they do not. A network change re-judges every watched host with the addresses it already has (a route
 /// decision never waits for DNS), off the caller's thread and in slices, requesters in turn (`RejudgeOrder`,
 /// `HostMonitor+Rejudge.swift`); the names are resolved again behind it.
 public final class HostMonitor: Sendable {
@@ -26,7 +29,7 @@ public final class HostMonitor: Sendable {
     }
 
     struct State {
-        var entries: [String: Entry] = [:]
+        var entries: [HostKey: Entry] = [:]
         /// Per requester, the hosts it watches and how many times: whose turn a host's re-judging takes.
         var watchedBy: [ResolutionRequester: [String: Int]] = [:]
         /// Network changes seen; a re-judging pass made for an older one stops at its next slice.
@@ -38,7 +41,7 @@ public final class HostMonitor: Sendable {
         var snapshot = NetworkSnapshot()
         /// Bumped when resolutions go stale: the internet verdict changed, or `refreshSeconds` passed.
         var epoch: UInt64 = 1
-        var observer: (@Sendable ([StampedVerdict]) -> Void)?
+        var observer: (@Sendable (ResolutionRequester, [StampedVerdict]) -> Void)?
         /// Told how long each re-judging of the watched hosts took (the metrics).
         var rejudged: (@Sendable (Duration) -> Void)?
         /// Resolves the watched names again every `refreshSeconds`, while any are watched.
@@ -46,7 +49,7 @@ public final class HostMonitor: Sendable {
         /// Per requester, its pass resolving the watched hosts that have no fresh resolution (`resolveWatchedSoon`).
         var passes: [ResolutionRequester: ResolutionPasses] = [:]
         /// Watched hosts whose route lookup went unanswered, judged again by `retrier`.
-        var unanswered: Set<String> = []
+        var unanswered: Set<HostKey> = []
         var retrier: Task<Void, Never>?
     }
 
@@ -93,9 +96,17 @@ public final class HostMonitor: Sendable {
         self.logger = logger
     }
 
-    /// Where changes of watched hosts go (the socket server's fan-out), a batch at a time.
-    package func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
+    /// Where changes of every requester's watched hosts go (the socket server's fan-out), a batch at a time, with
+    /// whose hosts they are.
+    package func setObserverOfAllRequesters(_ observer: @escaping @Sendable (ResolutionRequester, [StampedVerdict]) -> Void) {
         state.withLock { $0.observer = observer }
+    }
+
+    /// Where changes of the daemon's own watched hosts go (an in-process monitor's), a batch at a time.
+    package func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
+        setObserverOfAllRequesters { requester, verdicts in
+            if requester == .daemon { observer(verdicts) }
+        }
     }
 
     /// Where the duration of each re-judging after a network change goes.
@@ -103,16 +114,16 @@ public final class HostMonitor: Sendable {
         state.withLock { $0.rejudged = observer }
     }
 
-    /// The verdicts last recorded for those of `hosts` that have one, by host (nothing is resolved).
-    package func currentVerdicts(of hosts: [String]) -> [String: StampedVerdict] {
+    /// The verdicts last recorded for those of `requester`'s `hosts` that have one, by host (nothing is resolved).
+    package func currentVerdicts(of hosts: [String], requester: ResolutionRequester = .daemon) -> [String: StampedVerdict] {
         state.withLock { state in
             var verdicts: [String: StampedVerdict] = [:]
-            for host in hosts { verdicts[host] = state.entries[host]?.tracker.current }
+            for host in hosts { verdicts[host] = state.entries[HostKey(host, requester)]?.tracker.current }
             return verdicts
         }
     }
 
-    /// Hosts watched by at least one client.
+    /// Hosts watched by at least one client, each requester's counted apart.
     package var watchedCount: Int { state.withLock { $0.entries.values.filter { $0.watchers > 0 }.count } }
 
     /// The current verdict for `host`, resolving it in the daemon's own turn if needed.
@@ -124,18 +135,8 @@ public final class HostMonitor: Sendable {
     /// Stops one of the daemon's own watches of `hosts`.
     package func unwatch(_ hosts: [String]) { unwatch(hosts, requester: .daemon) }
 
-    /// The current verdict for `host`, resolving it (in `requester`'s turn) if needed. Where policy rules route a user's
-    /// packets otherwise than reachd's (`UIDRouteRules`), that user's verdict is judged for them alone: the kernel asked
-    /// with their uid, the verdict neither recorded nor published (sequence 1); the name's resolution is shared.
+    /// The current verdict of `requester`'s `host`, resolving it (in `requester`'s turn) if needed.
     package func verdict(for host: String, requester: ResolutionRequester) async -> StampedVerdict {
-        if case .user(let uid) = requester, let routesForUser, let snapshot = state.withLock({ $0.snapshot.uidRules.sameRoutes(uid, as: ownUID) ? nil : $0.snapshot }) {
-            let resolution = await resolution(of: host, requester: requester)
-            var addresses: [IPAddress] = []
-            if case .addresses(let list) = resolution { addresses = list }
-            let decisions = Dictionary(zip(addresses, routesForUser(addresses, uid)), uniquingKeysWith: { first, _ in first })
-            state.withLock { Self.trimCache(&$0) }
-            return StampedVerdict(verdict: judge.verdict(host: host, resolution: resolution, decisions: decisions, in: snapshot), sequence: 1, timestamp: .now())
-        }
         let verdict = await resolvedVerdict(of: host, requester: requester)
         state.withLock { Self.trimCache(&$0) }
         return verdict
@@ -151,7 +152,7 @@ public final class HostMonitor: Sendable {
 
     /// `host`'s verdict, judged (and published if it changed) once its name has a fresh resolution.
     private func resolvedVerdict(of host: String, requester: ResolutionRequester) async -> StampedVerdict {
-        evaluateAndPublish(host, resolution: await resolution(of: host, requester: requester))
+        evaluateAndPublish(host, requester: requester, resolution: await resolution(of: host, requester: requester))
     }
 
     /// Resolves and judges each of `hosts` as `resolvedVerdict` does, with at most `resolutionsAtOnce` of the
@@ -172,15 +173,15 @@ public final class HostMonitor: Sendable {
         addWatchers([host], requester: .daemon)
         let epoch = state.withLock { $0.epoch }
         let resolution = SystemResolver.resolve(host)
-        store(resolution, of: host, madeIn: epoch)
-        return evaluateAndPublish(host, resolution: resolution)
+        store(resolution, of: HostKey(host, .daemon), madeIn: epoch)
+        return evaluateAndPublish(host, requester: .daemon, resolution: resolution)
     }
 
     /// Counts one more watcher of each host and starts the periodic refresh if there is one.
     private func addWatchers(_ hosts: [String], requester: ResolutionRequester) {
         state.withLock { state in
             for host in hosts {
-                state.entries[host, default: Entry()].watchers += 1
+                state.entries[HostKey(host, requester), default: Entry()].watchers += 1
                 state.watchedBy[requester, default: [:]][host, default: 0] += 1
             }
             if state.refresher == nil, refreshSeconds > 0 {
@@ -193,7 +194,7 @@ public final class HostMonitor: Sendable {
     package func unwatch(_ hosts: [String], requester: ResolutionRequester) {
         state.withLock { state in
             for host in hosts {
-                state.entries[host]?.watchers -= 1
+                state.entries[HostKey(host, requester)]?.watchers -= 1
                 guard let count = state.watchedBy[requester]?[host] else { continue }
                 state.watchedBy[requester]?[host] = count > 1 ? count - 1 : nil
             }
@@ -263,7 +264,7 @@ public final class HostMonitor: Sendable {
             Task {
                 repeat {
                     let pending = state.withLock { state in
-                        (state.watchedBy[requester] ?? [:]).keys.filter { state.entries[$0]?.resolution(freshIn: state.epoch) == nil }
+                        (state.watchedBy[requester] ?? [:]).keys.filter { state.entries[HostKey($0, requester)]?.resolution(freshIn: state.epoch) == nil }
                     }
                     await resolveAndJudge(pending, requester: requester) { _, _ in }
                 } while state.withLock { state in
@@ -277,7 +278,7 @@ public final class HostMonitor: Sendable {
 
     /// Watched hosts whose route lookup went unanswered keep their last verdict and are judged again: after
     /// 100 ms, doubling to 5 s, until every lookup is answered or they are no longer watched.
-    private func retryUnansweredSoon(_ hosts: [String]) {
+    private func retryUnansweredSoon(_ hosts: [HostKey]) {
         state.withLock { state in
             state.unanswered.formUnion(hosts)
             guard state.retrier == nil else { return }
@@ -289,85 +290,92 @@ public final class HostMonitor: Sendable {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             try? await sleeper.sleep(for: delay)
-            let hosts = state.withLock { state -> [(String, Resolution)] in
-                let hosts = state.unanswered.compactMap { host -> (String, Resolution)? in
-                    guard let entry = state.entries[host], entry.watchers > 0, let resolution = entry.resolution else { return nil }
-                    return (host, resolution)
+            let hosts = state.withLock { state -> [ResolutionRequester: [(String, Resolution)]] in
+                var hosts: [ResolutionRequester: [(String, Resolution)]] = [:]
+                for key in state.unanswered {
+                    guard let entry = state.entries[key], entry.watchers > 0, let resolution = entry.resolution else { continue }
+                    hosts[key.requester, default: []].append((key.host, resolution))
                 }
                 state.unanswered = []
                 if hosts.isEmpty { state.retrier = nil }
                 return hosts
             }
             guard !hosts.isEmpty else { return }
-            logger.debug("route lookups went unanswered; asking again", metadata: ["hosts": "\(hosts.count)"])
-            let changed = evaluate(hosts).changed
-            if !changed.isEmpty { publish(changed) }
+            logger.debug("route lookups went unanswered; asking again", metadata: ["hosts": "\(hosts.values.map(\.count).reduce(0, +))"])
+            for (requester, theirs) in hosts {
+                let changed = evaluate(theirs, requester: requester).changed
+                if !changed.isEmpty { publish(changed, requester: requester) }
+            }
             delay = min(delay * 2, .seconds(5))
         }
     }
 
-    func publish(_ verdicts: [StampedVerdict]) {
+    func publish(_ verdicts: [StampedVerdict], requester: ResolutionRequester) {
         guard let observer = state.withLock({ $0.observer }) else { return }
         for stamped in verdicts {
             logger.debug("host verdict changed", metadata: [
                 "host": "\(stamped.verdict.target)", "status": "\(stamped.verdict.status.rawValue)", "sequence": "\(stamped.sequence)",
             ])
         }
-        observer(verdicts)
+        observer(requester, verdicts)
     }
 
     /// The fresh resolution of `host`, else resolves it in `requester`'s turn (the resolver makes callers
     /// that ask for the same name at once share one lookup).
     private func resolution(of host: String, requester: ResolutionRequester) async -> Resolution {
-        let (cached, epoch) = state.withLock { state in (state.entries[host]?.resolution(freshIn: state.epoch), state.epoch) }
+        let key = HostKey(host, requester)
+        let (cached, epoch) = state.withLock { state in (state.entries[key]?.resolution(freshIn: state.epoch), state.epoch) }
         if let cached { return cached }
         let resolution = await resolver.resolve(host, for: requester)
-        store(resolution, of: host, madeIn: epoch)
+        store(resolution, of: key, madeIn: epoch)
         return resolution
     }
 
     /// Keeps `resolution` unless the entry holds one made in a later epoch.
-    private func store(_ resolution: Resolution, of host: String, madeIn epoch: UInt64) {
+    private func store(_ resolution: Resolution, of key: HostKey, madeIn epoch: UInt64) {
         state.withLock { state in
-            if let entry = state.entries[host], entry.resolution != nil, entry.epoch > epoch { return }
-            state.entries[host, default: Entry()].resolution = resolution
-            state.entries[host]?.epoch = epoch
+            if let entry = state.entries[key], entry.resolution != nil, entry.epoch > epoch { return }
+            state.entries[key, default: Entry()].resolution = resolution
+            state.entries[key]?.epoch = epoch
         }
     }
 
-    /// Looks up the routes of all the hosts' addresses in one batch, judges each host and records it.
-    /// Returns each host's current verdict, and those that differ from the last one recorded. A host one of
-    /// whose lookups went unanswered keeps its last verdict (if it has one) and is asked about again.
-    func evaluate(_ hosts: [(String, Resolution)]) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
+    /// Looks up the routes of all of `requester`'s hosts' addresses in one batch (for that user where the rules route
+    /// their packets otherwise than reachd's), judges each host and records it. `known`: decisions of reachd's own
+    /// routes already asked in this pass, which are not asked again (and take this batch's). Returns each host's
+    /// current verdict, and those that differ from the last one recorded. A host one of whose lookups went
+    /// unanswered keeps its last verdict (if it has one) and is asked about again.
+    func evaluate(_ hosts: [(String, Resolution)], requester: ResolutionRequester,
+                  known: inout [IPAddress: RouteDecision]) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
         var addresses: [IPAddress] = []
         var seen: Set<IPAddress> = []
         for case (_, .addresses(let list)) in hosts {
             for address in list where seen.insert(address).inserted { addresses.append(address) }
         }
-        let answers = addresses.isEmpty ? [] : routes(addresses)
-        let decisions = Dictionary(uniqueKeysWithValues: zip(addresses, answers))
+        let decisions = routeDecisions(addresses, requester: requester, known: &known)
         let unansweredAddresses = Set(decisions.filter { !$0.value.isAnswer }.keys)
-        var unanswered: [String] = []
+        var unanswered: [HostKey] = []
         let result = state.withLock { state in
             var current: [String: StampedVerdict] = [:]
             var changed: [StampedVerdict] = []
             for (host, resolution) in hosts {
+                let key = HostKey(host, requester)
                 // The entry holds a resolution that came after this one was read: whoever stored it judges it, and
                 // the older one is not recorded over its verdict.
-                if let entry = state.entries[host], let stored = entry.resolution, stored != resolution, let last = entry.tracker.current {
+                if let entry = state.entries[key], let stored = entry.resolution, stored != resolution, let last = entry.tracker.current {
                     current[host] = last
                     continue
                 }
                 if case .addresses(let list) = resolution, list.contains(where: unansweredAddresses.contains) {
-                    unanswered.append(host)
-                    if let last = state.entries[host]?.tracker.current {
+                    unanswered.append(key)
+                    if let last = state.entries[key]?.tracker.current {
                         current[host] = last
                         continue
                     }
                 }
                 let verdict = judge.verdict(host: host, resolution: resolution, decisions: decisions, in: state.snapshot)
                 // Recorded in place: copying the entry out and back cost two lookups and its verdict's retains.
-                let (published, latest) = Self.record(verdict, in: &state.entries[host, default: Entry()])
+                let (published, latest) = Self.record(verdict, in: &state.entries[key, default: Entry()])
                 // The first verdict of a host reaches its subscribers in their `subscribed` reply.
                 if let published, published.sequence > 1 {
                     changed.append(published)
@@ -380,16 +388,40 @@ public final class HostMonitor: Sendable {
         return result
     }
 
+    /// `evaluate` for one batch alone.
+    func evaluate(_ hosts: [(String, Resolution)], requester: ResolutionRequester) -> (current: [String: StampedVerdict], changed: [StampedVerdict]) {
+        var known: [IPAddress: RouteDecision] = [:]
+        return evaluate(hosts, requester: requester, known: &known)
+    }
+
+    /// The kernel's route to each address for `requester`: asked with the user's uid where the policy rules route
+    /// that user's packets otherwise than reachd's, else reachd's own, of which those in `known` are not asked again.
+    private func routeDecisions(_ addresses: [IPAddress], requester: ResolutionRequester,
+                                known: inout [IPAddress: RouteDecision]) -> [IPAddress: RouteDecision] {
+        guard !addresses.isEmpty else { return [:] }
+        if case .user(let uid) = requester, let routesForUser,
+           !state.withLock({ $0.snapshot.uidRules.sameRoutes(uid, as: ownUID) }) {
+            return Dictionary(zip(addresses, routesForUser(addresses, uid)), uniquingKeysWith: { first, _ in first })
+        }
+        let asked = addresses.filter { known[$0] == nil }
+        if !asked.isEmpty {
+            for (address, decision) in zip(asked, routes(asked)) { known[address] = decision }
+        }
+        var decisions: [IPAddress: RouteDecision] = [:]
+        for address in addresses { decisions[address] = known[address] }
+        return decisions
+    }
+
     /// Records `verdict` in a host's entry: the change to publish, if any, and the entry's current verdict.
     private static func record(_ verdict: Verdict, in entry: inout Entry) -> (published: StampedVerdict?, current: StampedVerdict?) {
         let published = entry.tracker.record(verdict, at: .now())
         return (published, entry.tracker.current)
     }
 
-    /// One host's current verdict, recorded (and published if it changed).
-    private func evaluateAndPublish(_ host: String, resolution: Resolution) -> StampedVerdict {
-        let (current, changed) = evaluate([(host, resolution)])
-        if !changed.isEmpty { publish(changed) }
+    /// One of `requester`'s hosts' current verdict, recorded (and published if it changed).
+    private func evaluateAndPublish(_ host: String, requester: ResolutionRequester, resolution: Resolution) -> StampedVerdict {
+        let (current, changed) = evaluate([(host, resolution)], requester: requester)
+        if !changed.isEmpty { publish(changed, requester: requester) }
         // Recorded just now: a verdict is always there.
         return current[host]!
     }
@@ -402,4 +434,15 @@ private final class SerialRouteLookup: Sendable {
     init() throws { lookup = Mutex(try RouteLookup()) }
 
     func callAsFunction(_ addresses: [IPAddress], uid: UInt32? = nil) -> [RouteDecision] { lookup.withLock { $0.lookup(addresses, uid: uid) } }
+}
+
+/// A host as one requester watches or asked about it: each requester's are judged, recorded and published apart.
+struct HostKey: Hashable, Sendable {
+    let host: String
+    let requester: ResolutionRequester
+
+    init(_ host: String, _ requester: ResolutionRequester) {
+        self.host = host
+        self.requester = requester
+    }
 }

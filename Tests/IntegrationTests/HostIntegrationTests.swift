@@ -123,6 +123,32 @@ final class HostIntegrationTests: XCTestCase {
         XCTAssertEqual(try status("far.test").status, .wired, "a watched host stays reachd's own")
     }
 
+    /// A user's watched host follows the kernel's routes for that user, and each user's hosts are their own: a uid
+    /// rule added while nobody watches far.test moves nobody's verdict to wwan0 and back when it goes, each an event
+    /// of nobody's own sequence, while root, watching the same host, is told nothing until its own route changes.
+    func testAUsersWatchedHostFollowsTheRulesThatRouteThatUser() throws {
+        try lab.startDaemon()
+        try lab.ip("route add default via 203.0.113.1 dev wwan0 table 100")
+        chmod(lab.directory, 0o755)
+        let root = try lab.subscribe(host: "far.test")
+        let (process, lines) = try lab.spawnReachctl(["watch", "--json", "--host", "far.test"], asUID: 65534)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let first = try lines.next()
+        XCTAssertTrue(first.contains("\"interface\":\"eth0\""), first)
+        try lab.ip("rule add uidrange 65534-65534 lookup 100")
+        let moved = try lines.next()
+        XCTAssertTrue(moved.contains("\"interface\":\"wwan0\"") && moved.contains("\"sequence\":2"), moved)
+        try lab.ip("rule del uidrange 65534-65534 lookup 100")
+        let back = try lines.next()
+        XCTAssertTrue(back.contains("\"interface\":\"eth0\"") && back.contains("\"sequence\":3"), back)
+        try lab.ip("route add 198.18.0.0/15 via 203.0.113.1 dev wwan0")
+        try root.waitFor("root's far.test via wwan0") { $0.status == .wwan }
+        XCTAssertEqual(root.events.map(\.sequence), [root.initial.sequence + 1], "root was told of its own change alone")
+    }
+
     private static func asNobody(_ binary: String, _ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
         try CommandLineIntegrationTests.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary] + arguments)
     }

@@ -240,10 +240,13 @@ final class NetLab {
     }
 
     /// Starts a long-running reachctl (watch) against the lab's daemon; its output is read line by line.
-    func spawnReachctl(_ arguments: [String]) throws -> (process: Process, lines: LineReader) {
+    /// `asUID`: run as that user (and group), without supplementary groups.
+    func spawnReachctl(_ arguments: [String], asUID uid: UInt32? = nil) throws -> (process: Process, lines: LineReader) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary("reachctl"))
-        process.arguments = arguments + ["--socket", socketPath]
+        let command = [Self.binary("reachctl")] + arguments + ["--socket", socketPath]
+        let user = uid.map { ["/usr/bin/setpriv", "--reuid=\($0)", "--regid=\($0)", "--clear-groups"] } ?? []
+        process.executableURL = URL(fileURLWithPath: (user + command)[0])
+        process.arguments = Array((user + command).dropFirst())
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

@@ -150,6 +150,7 @@ final class ClientHandlerReadingTests: XCTestCase {
             close(client)
             try? group.syncShutdownGracefully()
         }
+        // The handler's peer is root: its hosts are `.user(0)`'s.
         sendAll("{\"op\":\"subscribe\",\"id\":1,\"host\":\"h.test\"}\n", to: client)
         XCTAssertTrue(eventually { hosts.watchedCount == 1 }, "the watch started")
         // The loop is held while the watch answers and the verdict changes: the subscription waits for it.
@@ -160,13 +161,13 @@ final class ClientHandlerReadingTests: XCTestCase {
         }
         XCTAssertEqual(held.wait(timeout: .now() + 30), .success)
         gate.openUp()
-        XCTAssertTrue(eventually { hosts.currentVerdicts(of: ["h.test"])["h.test"] != nil }, "the watch answered")
-        let answered = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"])["h.test"])
+        XCTAssertTrue(eventually { hosts.currentVerdicts(of: ["h.test"], requester: .user(0))["h.test"] != nil }, "the watch answered")
+        let answered = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"], requester: .user(0))["h.test"])
         routed.withLockedValue { $0 = true }
         // The hosts are judged again on a thread of the monitor's own.
         hosts.networkChanged(wired, internetChanged: false)
-        XCTAssertTrue(eventually { (hosts.currentVerdicts(of: ["h.test"])["h.test"]?.sequence ?? 0) > answered.sequence }, "judged again")
-        let changed = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"])["h.test"])
+        XCTAssertTrue(eventually { (hosts.currentVerdicts(of: ["h.test"], requester: .user(0))["h.test"]?.sequence ?? 0) > answered.sequence }, "judged again")
+        let changed = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"], requester: .user(0))["h.test"])
         release.signal()
 
         let replies = try readReplies(2, from: client)

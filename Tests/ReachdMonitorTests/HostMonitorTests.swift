@@ -77,7 +77,7 @@ final class HostMonitorTests: XCTestCase {
         _ = await hosts.watch(many, requester: .user(1000))
         _ = await hosts.watch(["192.0.2.9"], requester: .user(1001))
         let batches = Mutex<[[String]]>([])
-        hosts.setObserver { published in batches.withLock { $0.append(published.map(\.verdict.target)) } }
+        hosts.setObserverOfAllRequesters { _, published in batches.withLock { $0.append(published.map(\.verdict.target)) } }
         refusal.withLock { $0 = EACCES }
         lookupThreads.withLock { $0 = [] }
         let caller = UInt(pthread_self())
