@@ -68,20 +68,18 @@ package final class SocketAcceptor: @unchecked Sendable {
     private func acceptWaiting() {
         guard pausedUntil <= Self.nowMilliseconds() else { return }
         for _ in 0..<Self.acceptedAtOnce {
-            let fd = reachd_accept(listener)
-            if fd >= 0 {
-                handOff(fd)
-                continue
-            }
-            let code = errno
-            switch code {
-            case EINTR, ECONNABORTED, EPROTO: continue
-            case EAGAIN, EWOULDBLOCK: return
-            default:
-                // EMFILE, ENFILE, ENOBUFS, ENOMEM, and whatever else a ready socket answers: rest instead of spinning.
-                pausedUntil = Self.nowMilliseconds() + Self.pauseMilliseconds
-                logger.warning("cannot accept connections (\(String(cString: strerror(code)))): paused for 1 s")
-                return
+            do {
+                handOff(try SystemCall.retrying("accept4") { reachd_accept(listener) })
+            } catch {
+                switch error.errno {
+                case Errno(ECONNABORTED), Errno(EPROTO): continue
+                case .wouldBlock: return
+                default:
+                    // EMFILE, ENFILE, ENOBUFS, ENOMEM, and whatever else a ready socket answers: rest instead of spinning.
+                    pausedUntil = Self.nowMilliseconds() + Self.pauseMilliseconds
+                    logger.warning("cannot accept connections (\(error.errno)): paused for 1 s")
+                    return
+                }
             }
         }
     }
