@@ -6,7 +6,7 @@ thinly over the binary costs resident memory far beyond its size: an idle reachd
 and had 9 to 10 MB of its text resident. Laid out together (the linker's --symbol-ordering-file, with every
 function in a section of its own), that code takes fewer blocks: `make deb` compiles every function into a section of its own and hands this
 file to the linker (gold's --section-ordering-file), which puts these sections first. Once serving, a daemon
-unmaps the code its start-up ran (StartupPages), so what stays resident is the code it runs after start-up:
+unmaps the code its start-up ran (ReadOnlyPages), so what stays resident is the code it runs after start-up:
 that comes first, then the code only start-up ran.
 
 This runs each daemon of BIN under valgrind's callgrind (a copy without debug information, which valgrind

@@ -1,6 +1,7 @@
 import CReachdMemory
 import NIOCore
 import ReachdModel
+import ReachdServiceKit
 import Synchronization
 
 /// The subscribed connections of one event loop.
@@ -169,18 +170,22 @@ final class SubscriberRegistry: @unchecked Sendable {
     func counted(out count: Int) {
         metrics?.subscribers.subtract(count, ordering: .relaxed)
         tally.count.subtract(count, ordering: .relaxed)
+        tally.departed(count)
         releaseMemorySoon()
     }
 
     /// A second after subscribers leave, hands the memory their queues held back to the kernel: glibc's
     /// malloc keeps freed blocks in its arenas, so a flood of clients that never read would leave the daemon
-    /// large for good. One timer per burst of departures, none while nothing happens.
+    /// large for good. After a flood (`SubscriberTally.floodDepartures` gone since the last release), the pages of
+    /// code and constants that serving it faulted in are unmapped too (`ReadOnlyPages`). One timer per burst of
+    /// departures, none while nothing happens.
     private func releaseMemorySoon() {
         guard !releasePlanned else { return }
         releasePlanned = true
         eventLoop.scheduleTask(in: .seconds(1)) { [self] in
             releasePlanned = false
             _ = reachd_release_memory()
+            if tally.takeFlood() { ReadOnlyPages.release() }
         }
     }
 
@@ -219,6 +224,20 @@ final class SubscriberRegistry: @unchecked Sendable {
 final class SubscriberTally: Sendable {
     let count = Atomic<Int>(0)
     private let ownDescriptors = Atomic<Int>(0)
+    /// Subscribers gone since the last release of memory (`takeFlood`).
+    private let gone = Atomic<Int>(0)
+
+    /// Departures within one burst (a second from the first) that make a flood: a user's own comings and goings
+    /// (reachctl, a desktop's session) stay far below it, and the code pages stay mapped.
+    static let floodDepartures = 64
+
+    func departed(_ count: Int) { gone.add(count, ordering: .relaxed) }
+
+    /// At a release of memory: whether `floodDepartures` or more subscribers left since the one before; counting
+    /// starts again either way.
+    func takeFlood() -> Bool {
+        gone.exchange(0, ordering: .relaxed) >= Self.floodDepartures
+    }
 
     /// Descriptors of the registries' own, at most: each is one more open file, and the daemon's connections may
     /// take most of its limit (LimitNOFILE=4096 beside 2,176 connections).

@@ -97,12 +97,13 @@ public final class HostMonitor: Sendable {
     }
 
     /// Where changes of every requester's watched hosts go (the socket server's fan-out), a batch at a time, with
-    /// whose hosts they are.
+    /// whose hosts they are. One observer at a time: this and `setObserver` replace each other.
     package func setObserverOfAllRequesters(_ observer: @escaping @Sendable (ResolutionRequester, [StampedVerdict]) -> Void) {
         state.withLock { $0.observer = observer }
     }
 
-    /// Where changes of the daemon's own watched hosts go (an in-process monitor's), a batch at a time.
+    /// Where changes of the daemon's own watched hosts go (an in-process monitor's), a batch at a time; replaces the
+    /// observer of all requesters.
     package func setObserver(_ observer: @escaping @Sendable ([StampedVerdict]) -> Void) {
         setObserverOfAllRequesters { requester, verdicts in
             if requester == .daemon { observer(verdicts) }
@@ -302,8 +303,9 @@ public final class HostMonitor: Sendable {
             }
             guard !hosts.isEmpty else { return }
             logger.debug("route lookups went unanswered; asking again", metadata: ["hosts": "\(hosts.values.map(\.count).reduce(0, +))"])
+            var known: [IPAddress: RouteDecision] = [:]
             for (requester, theirs) in hosts {
-                let changed = evaluate(theirs, requester: requester).changed
+                let changed = evaluate(theirs, requester: requester, known: &known).changed
                 if !changed.isEmpty { publish(changed, requester: requester) }
             }
             delay = min(delay * 2, .seconds(5))
@@ -434,15 +436,4 @@ private final class SerialRouteLookup: Sendable {
     init() throws { lookup = Mutex(try RouteLookup()) }
 
     func callAsFunction(_ addresses: [IPAddress], uid: UInt32? = nil) -> [RouteDecision] { lookup.withLock { $0.lookup(addresses, uid: uid) } }
-}
-
-/// A host as one requester watches or asked about it: each requester's are judged, recorded and published apart.
-struct HostKey: Hashable, Sendable {
-    let host: String
-    let requester: ResolutionRequester
-
-    init(_ host: String, _ requester: ResolutionRequester) {
-        self.host = host
-        self.requester = requester
-    }
 }

@@ -44,7 +44,10 @@ package final class SocketAcceptor: @unchecked Sendable {
         case .activated(let fd): logger.info("listening on the socket systemd passed (fd \(fd))")
         }
         try thread.start(descriptors: { [unowned self] in waitFor() }, ready: { [unowned self] outcome in
-            if case .ready = outcome { acceptWaiting() }
+            switch outcome {
+            case .ready: acceptWaiting()
+            case .failed(let code): logger.critical("cannot accept connections any more: poll failed (\(Errno(code)))")
+            }
         })
     }
 

@@ -151,6 +151,25 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.reachctl(["ping"]).out, "pong\n")
     }
 
+    /// A flood of subscribers that leaves takes the code pages that serving it faulted in with it (`ReadOnlyPages`, a
+    /// second after the departures): the daemon's file-backed resident memory goes back to what it was before.
+    func testTheCodePagesAFloodOfSubscribersFaultedInGoWithIt() throws {
+        lab = try NetLab.make()
+        try lab.addUplink("eth0", "192.0.2", metric: 100)
+        try lab.startDaemon(arguments: ["--log-level", "notice"])
+        let pid = try XCTUnwrap(lab.daemonPID)
+        XCTAssertEqual(try lab.reachctl(["ping"]).out, "pong\n")
+        let before = try Self.residentKiB(pid, field: "RssFile")
+        var subscribers = try (0..<100).map { _ in try lab.subscribe() }
+        try lab.setCarrier("eth0", false)
+        for subscriber in subscribers { _ = try subscriber.waitFor("eth0's carrier lost") { _ in true } }
+        let during = try Self.residentKiB(pid, field: "RssFile")
+        subscribers.removeAll()
+        try eventually("reachd's file-backed RSS back to \(before) KiB from \(during) KiB after the subscribers left") {
+            (try? Self.residentKiB(pid, field: "RssFile")).map { $0 <= before + 256 } ?? false
+        }
+    }
+
     /// Out of descriptors (a limit of 64, 100 connections of root's waiting): accepting pauses, logged, instead of
     /// spinning on the ready socket (SwiftNIO's own backoff leaves it registered), and resumes once they close.
     func testOutOfDescriptorsAcceptingPausesAndResumes() throws {
@@ -166,9 +185,9 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         try eventually("reachd to serve again") { (try? lab.reachctl(["ping"]).out) == "pong\n" }
     }
 
-    private static func residentKiB(_ pid: Int32) throws -> Int {
+    private static func residentKiB(_ pid: Int32, field: String = "VmRSS") throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
         return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
     }
 }

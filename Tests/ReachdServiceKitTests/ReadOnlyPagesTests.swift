@@ -3,7 +3,7 @@ import ReachdServiceKit
 import XCTest
 
 /// Which pages are unmapped once a daemon serves: whole pages of read-only segments, never one shared with a neighbour.
-final class StartupPagesTests: XCTestCase {
+final class ReadOnlyPagesTests: XCTestCase {
     private func wholePages(_ start: UInt, _ size: Int, pageSize: Int = 4096) -> Range<UInt>? {
         var first: UInt = 0, end: UInt = 0
         return reachd_whole_pages(start, size, pageSize, &first, &end) == 1 ? first..<end : nil
@@ -26,8 +26,8 @@ final class StartupPagesTests: XCTestCase {
 
     /// This test process's code is unmapped and runs on: its pages come back from the page cache when touched.
     func testTheProcessRunsOnAfterItsReadOnlyPagesAreUnmapped() {
-        XCTAssertGreaterThan(StartupPages.release(), 0, "the test program and its libraries have read-only segments")
+        XCTAssertGreaterThan(ReadOnlyPages.release(), 0, "the test program and its libraries have read-only segments")
         XCTAssertEqual(wholePages(0x1000, 0x1000), 0x1000..<0x2000)
-        XCTAssertGreaterThan(StartupPages.release(), 0, "unmapped again after the code ran again")
+        XCTAssertGreaterThan(ReadOnlyPages.release(), 0, "unmapped again after the code ran again")
     }
 }
