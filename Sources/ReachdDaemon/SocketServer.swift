@@ -54,6 +54,7 @@ public final class SocketServer: Sendable {
         }
         let queueBytes = limits.clientQueueBytes
         let frozenRegistries = registries
+        let memory = MemoryAfterDepartures(loop: group.next())
         let limiter = PeerLimiter(
             limits: limits.connections, isPrivileged: { $0.isPrivileged(includingGroup: true) },
             refusalLine: { Reply.error(ProtocolError(.tooManyConnections, $0)).encodedLine() }, logger: logger,
@@ -70,7 +71,8 @@ public final class SocketServer: Sendable {
                 // At most 16 KiB a read: what a connection holding back its lines keeps (ClientHandler's backlog).
                 .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 256, maximum: 16384))
                 .channelInitializer { child in
-                    limiter.admit(child) { peer in
+                    child.closeFuture.whenComplete { _ in memory.departed() }
+                    return limiter.admit(child) { peer in
                         try child.pipeline.syncOperations.addHandler(ClientHandler(
                             hub: hub, hosts: hosts, registry: registry, descriptor: fd, uid: peer.uid,
                             privileged: peer.isPrivileged(includingGroup: true), ledger: ledger, metrics: metrics, logger: logger

@@ -1,7 +1,5 @@
-import CReachdMemory
 import NIOCore
 import ReachdModel
-import ReachdServiceKit
 import Synchronization
 
 /// The subscribed connections of one event loop.
@@ -25,8 +23,6 @@ final class SubscriberRegistry: @unchecked Sendable {
     let metrics: DaemonMetrics?
     /// The subscribers of every loop, this one's among them.
     let tally: SubscriberTally
-    /// On the loop: a return of freed memory to the kernel is planned (see `releaseMemorySoon`).
-    private var releasePlanned = false
 
     /// The subscribers, in the order they subscribed (a removal moves the last one into the gap).
     struct Table {
@@ -166,27 +162,11 @@ final class SubscriberRegistry: @unchecked Sendable {
         return taken
     }
 
-    /// On the loop: `count` subscribers left; a second later, their queues' memory goes back to the kernel.
+    /// On the loop: `count` subscribers left (their connections' closing hands back their memory:
+    /// `MemoryAfterDepartures`).
     func counted(out count: Int) {
         metrics?.subscribers.subtract(count, ordering: .relaxed)
         tally.count.subtract(count, ordering: .relaxed)
-        tally.departed(count)
-        releaseMemorySoon()
-    }
-
-    /// A second after subscribers leave, hands the memory their queues held back to the kernel: glibc's
-    /// malloc keeps freed blocks in its arenas, so a flood of clients that never read would leave the daemon
-    /// large for good. After a flood (`SubscriberTally.floodDepartures` gone since the last release), the pages of
-    /// code and constants that serving it faulted in are unmapped too (`ReadOnlyPages`). One timer per burst of
-    /// departures, none while nothing happens.
-    private func releaseMemorySoon() {
-        guard !releasePlanned else { return }
-        releasePlanned = true
-        eventLoop.scheduleTask(in: .seconds(1)) { [self] in
-            releasePlanned = false
-            _ = reachd_release_memory()
-            if tally.takeFlood() { ReadOnlyPages.release() }
-        }
     }
 
     var count: Int {
@@ -224,21 +204,6 @@ final class SubscriberRegistry: @unchecked Sendable {
 final class SubscriberTally: Sendable {
     let count = Atomic<Int>(0)
     private let ownDescriptors = Atomic<Int>(0)
-    /// Subscribers gone since the last release of memory (`takeFlood`).
-    private let gone = Atomic<Int>(0)
-
-    /// Departures within one burst (a second from the first) that make a flood: a user's own comings and goings
-    /// (reachctl, a desktop's session) stay far below it, and the code pages stay mapped.
-    static let floodDepartures = 64
-
-    func departed(_ count: Int) { gone.add(count, ordering: .relaxed) }
-
-    /// At a release of memory: whether `floodDepartures` or more subscribers left since the one before; counting
-    /// starts again either way.
-    func takeFlood() -> Bool {
-        gone.exchange(0, ordering: .relaxed) >= Self.floodDepartures
-    }
-
     /// Descriptors of the registries' own, at most: each is one more open file, and the daemon's connections may
     /// take most of its limit (LimitNOFILE=4096 beside 2,176 connections).
     static let ownDescriptorsAtMost = 128

@@ -1,8 +1,8 @@
 import CReachdMemory
 
 /// The pages of code and constants a daemon faulted in for work it does once, or rarely: start-up (the command
-/// line, the configuration, NIO's and the libraries' set-up, the job store), and serving a flood of subscribers
-/// (reachd: their limits, errors and drops). They are unmapped once the daemon serves, and again after such a flood
+/// line, the configuration, NIO's and the libraries' set-up, the job store), and serving a flood of clients
+/// (reachd: their limits, errors, time-outs and drops). They are unmapped once the daemon serves, and again after such a flood
 /// has left.
 /// They stay in the page cache, which the kernel reclaims like any file's (as it may reclaim them from a process at
 /// any time); the ones the daemon runs again (for a client, a network change) are mapped back at their next touch,

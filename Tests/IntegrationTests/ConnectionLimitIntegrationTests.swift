@@ -151,7 +151,7 @@ final class ConnectionLimitIntegrationTests: XCTestCase {
         XCTAssertEqual(try lab.reachctl(["ping"]).out, "pong\n")
     }
 
-    /// A flood of subscribers that leaves takes the code pages that serving it faulted in with it (`ReadOnlyPages`, a
+    /// A flood of clients that leaves takes the code pages that serving it faulted in with it (`ReadOnlyPages`, a
     /// second after the departures): the daemon's file-backed resident memory goes back to what it was before.
     func testTheCodePagesAFloodOfSubscribersFaultedInGoWithIt() throws {
         lab = try NetLab.make()
