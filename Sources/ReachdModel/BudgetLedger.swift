@@ -107,8 +107,7 @@ public struct BudgetLedger: Hashable, Sendable {
         } else {
             delta = bytes
         }
-        let (sum, overflow) = usedBytes.addingReportingOverflow(delta)
-        usedBytes = overflow ? .max : sum
+        usedBytes = usedBytes.addingSaturated(delta)
     }
 
     /// The budget's standing at `time`: zero used once a new period began, even before a reading in it; the

@@ -33,8 +33,7 @@ enum DeletedLinkCounters {
            Int(nla_len(attribute)) >= 4 * MemoryLayout<UInt64>.size {
             let received = data.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
             let sent = data.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
-            let (sum, overflow) = received.addingReportingOverflow(sent)
-            return overflow ? .max : sum
+            return received.addingSaturated(sent)
         }
         if let attribute = nlmsg_find_attr(header, hdrlen, Int32(IFLA_STATS)), let data = nla_data(attribute),
            Int(nla_len(attribute)) >= 4 * MemoryLayout<UInt32>.size {

@@ -31,8 +31,7 @@ public struct SysfsReader: Sendable {
               let received = Self.counter(SmallFile.bytes(at: "\(directory)/statistics/rx_bytes", limit: 64)),
               let sent = Self.counter(SmallFile.bytes(at: "\(directory)/statistics/tx_bytes", limit: 64)),
               isIndex(index, of: directory) else { return nil }
-        let (sum, overflow) = received.addingReportingOverflow(sent)
-        return overflow ? .max : sum
+        return received.addingSaturated(sent)
     }
 
     /// Whether the link behind `directory` has `index` (`ifindex`; a tree without that file, a fake one, is taken as

@@ -26,8 +26,7 @@ public struct UncountedBudgetBytes: Sendable {
         positions[id] = position
         guard let link, position > last else { return }
         var entry = links[link] ?? Link()
-        let (sum, overflow) = entry.uncounted.addingReportingOverflow(UInt64(position - last))
-        entry.uncounted = overflow ? .max : sum
+        entry.uncounted = entry.uncounted.addingSaturated(UInt64(position - last))
         links[link] = entry
     }
 

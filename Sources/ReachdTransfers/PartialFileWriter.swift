@@ -2,7 +2,6 @@ import CReachdFiles
 import NIOCore
 import NIOPosix
 import ReachdSystem
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -150,11 +149,4 @@ struct PartialFileWriter {
             return withVectors(buffers.dropFirst(), &vectors, body)
         }
     }
-}
-
-/// True for the first `take` only: of a write and its deadline, the one that comes first decides.
-private final class FirstCall: Sendable {
-    private let taken = Mutex(false)
-
-    func take() -> Bool { taken.withLock { taken in defer { taken = true }; return !taken } }
 }

@@ -27,7 +27,7 @@ extension TransferScheduler {
         }
         guard !job.isUpload, let slash = job.file.lastIndex(of: "/") else { return facts }
         let directory = slash == job.file.startIndex ? "/" : String(job.file[..<slash])
-        if files.notAnswering.contains(directory) {
+        if !files.isAnswering(directory) {
             facts.destination = .notAnswering(directory)
             return facts
         }
@@ -51,8 +51,7 @@ extension TransferScheduler {
         return running.keys.reduce(into: uncounted.uncounted(on: link, used: used)) { sum, other in
             guard other != id, startOrder[other] ?? .max < before, let job = machines[other]?.job, job.constraints.network.contains(.withinBudget),
                   let total = job.bytesTotal, verdict(for: job)?.interface == link else { return }
-            let (added, overflow) = sum.addingReportingOverflow(UInt64(max(0, total - job.bytesMoved)))
-            sum = overflow ? .max : added
+            sum = sum.addingSaturated(UInt64(max(0, total - job.bytesMoved)))
         }
     }
 

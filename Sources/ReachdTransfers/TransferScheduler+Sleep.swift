@@ -1,5 +1,4 @@
 import ReachdTransferModel
-import Synchronization
 
 extension TransferScheduler {
     /// How long the running transfers are waited for before the machine may sleep (logind's delay inhibitor is
@@ -16,9 +15,15 @@ extension TransferScheduler {
         for id in Array(running.keys) { feed(.machineSleeps, to: id) }
         // Whichever comes first: a transfer that does not stop (a hung destination) never holds the sleep longer.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let first = FirstOf(continuation)
-            Task { for task in tasks { await task.value }; first.done() }
-            Task { try? await Task.sleep(for: .seconds(Self.sleepGraceSeconds)); first.done() }
+            let first = FirstCall()
+            Task {
+                for task in tasks { await task.value }
+                if first.take() { continuation.resume() }
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(Self.sleepGraceSeconds))
+                if first.take() { continuation.resume() }
+            }
         }
     }
 
@@ -29,13 +34,4 @@ extension TransferScheduler {
         logger.info("the machine resumed: the queue goes on")
         reschedule()
     }
-}
-
-/// Resumes a continuation at the first of several `done` calls.
-private final class FirstOf: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
-
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
-
-    func done() { continuation.withLock { pending in defer { pending = nil }; return pending }?.resume() }
 }

@@ -66,8 +66,8 @@ public final class UserFiles: Sendable {
     /// No file call starts from now on (a thread stuck in a hung file system is not waited for).
     public func shutdown() { threads.stop() }
 
-    /// Directories whose file system does not answer: a write there has waited `FileThreads.answerSeconds` and not returned.
-    var notAnswering: Set<String> { stuck.withLock { Set($0.keys) } }
+    /// Whether `directory`'s file system answers: no write there has waited `FileThreads.answerSeconds` and not returned.
+    func isAnswering(_ directory: String) -> Bool { stuck.withLock { $0[directory] == nil } }
 
     /// Calls `handler` whenever a stuck write returns.
     func onAnswered(_ handler: @escaping @Sendable () -> Void) {
