@@ -226,15 +226,24 @@ final class ClientHandler: ChannelInboundHandler {
             return
         }
         watchedHosts += request.hosts
-        let targets = verdicts.map { (SubscriberRegistry.key(forHost: $0.verdict.target, uid: uid), $0.sequence) }
-        write(.subscribed(id: request.id, verdicts: verdicts), to: channel, subscribing: targets)
-        // Changes published since the watch answered went to the subscribers before this one.
-        let now = hosts?.currentVerdicts(of: verdicts.map(\.verdict.target), requester: .user(uid)) ?? [:]
-        let newer = verdicts.compactMap { sent in now[sent.verdict.target].flatMap { $0.sequence > sent.sequence ? $0 : nil } }
+        // The reply carries each host's latest verdict: changes published while the watch was answered (a link
+        // flapping under a large subscribe) are in it, not in a second batch of events encoded for this client alone.
+        let names = verdicts.map(\.verdict.target)
+        let latest = Self.newest(verdicts, hosts?.currentVerdicts(of: names, requester: .user(uid)) ?? [:])
+        let targets = latest.map { (SubscriberRegistry.key(forHost: $0.verdict.target, uid: uid), $0.sequence) }
+        write(.subscribed(id: request.id, verdicts: latest), to: channel, subscribing: targets)
+        // Changes published since then went to the subscribers before this one.
+        let now = hosts?.currentVerdicts(of: names, requester: .user(uid)) ?? [:]
+        let newer = latest.compactMap { sent in now[sent.verdict.target].flatMap { $0.sequence > sent.sequence ? $0 : nil } }
         guard !newer.isEmpty else { return }
         registry.broadcast(newer.map {
             .init(line: Reply.event(verdict: $0).encodedLine(), key: SubscriberRegistry.key(forHost: $0.verdict.target, uid: uid), sequence: $0.sequence)
         })
+    }
+
+    /// Each of `verdicts`, or the one `current` holds for its host where that one is newer.
+    private static func newest(_ verdicts: [StampedVerdict], _ current: [String: StampedVerdict]) -> [StampedVerdict] {
+        verdicts.map { sent in current[sent.verdict.target].flatMap { $0.sequence > sent.sequence ? $0 : nil } ?? sent }
     }
 
     private func notReady(_ request: Request) -> Reply {

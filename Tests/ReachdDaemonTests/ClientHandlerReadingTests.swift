@@ -121,8 +121,9 @@ final class ClientHandlerReadingTests: XCTestCase {
     }
 
     /// A host's verdict that changes after the watch answered but before the connection is subscribed (its event went
-    /// to the subscribers there were) reaches the new subscriber right after its `subscribed` reply.
-    func testAVerdictChangedWhileSubscribingFollowsTheReply() throws {
+    /// to the subscribers there were) reaches the new subscriber in its `subscribed` reply, not as an event encoded for
+    /// it alone (50 subscribers of 200 hosts under a flapping link once held 13 MB of such events).
+    func testAVerdictChangedWhileSubscribingIsInTheReply() throws {
         let gate = Gate()
         let resolver = HostResolver(threads: 1) { _ in
             gate.pass()
@@ -170,12 +171,11 @@ final class ClientHandlerReadingTests: XCTestCase {
         let changed = try XCTUnwrap(hosts.currentVerdicts(of: ["h.test"], requester: .user(0))["h.test"])
         release.signal()
 
-        let replies = try readReplies(2, from: client)
-        guard replies.count == 2, case .subscribed(_, let sent) = replies[0], case .event(let event) = replies[1] else {
-            return XCTFail("expected the subscribed reply, then an event: \(replies)")
+        let replies = try readReplies(1, from: client)
+        guard replies.count == 1, case .subscribed(_, let sent) = replies[0] else {
+            return XCTFail("expected the subscribed reply: \(replies)")
         }
-        XCTAssertLessThan(sent.first?.sequence ?? .max, changed.sequence)
-        XCTAssertEqual(event, changed, "the change that came while subscribing")
+        XCTAssertEqual(sent, [changed], "the change that came while subscribing, not the verdict the watch answered")
         hosts.stop()
     }
 }
