@@ -3,13 +3,14 @@ import NIOCore
 import ReachdServiceKit
 import Synchronization
 
-/// A second after clients have left (no connection closed for a second), hands back to the kernel what serving them
-/// left behind. The memory their queues and lines held: glibc's malloc keeps freed blocks in its arenas
-/// (`malloc_trim`), so a flood of clients that never read would leave the daemon large for good. And, after a flood
-/// (`floodDepartures` connections closed in the burst), the pages of code and constants that serving it faulted in
-/// (`ReadOnlyPages`): its errors, limits, time-outs and drops, code an idle daemon does not run; at most every
-/// `unmapIntervalSeconds`, so that a user who closes connections in bursts cannot keep reachd faulting its code back
-/// in. One timer per burst of departures, none while nothing happens.
+/// Hands back to the kernel what departed clients left behind. The memory their queues and lines held, a second
+/// after a connection closes and every second while more keep closing: glibc's malloc keeps freed blocks in its
+/// arenas (`malloc_trim`), so a flood of clients that never read would leave the daemon large for good. And, once
+/// a flood (`floodDepartures` connections closed in the burst) has left (no connection closed for a second), the
+/// pages of code and constants that serving it faulted in (`ReadOnlyPages`): its errors, limits, time-outs and drops,
+/// code an idle daemon does not run; at most every `unmapIntervalSeconds`, so that a user who closes connections in
+/// bursts cannot keep reachd faulting its code back in. One timer per burst of departures, none while nothing
+/// happens.
 final class MemoryAfterDepartures: Sendable {
     /// Connections closed in one burst that make a flood: a user's own comings and goings (reachctl, a desktop's
     /// session) stay far below it, and the code pages stay mapped.
@@ -48,8 +49,10 @@ final class MemoryAfterDepartures: Sendable {
     private func plan(in delay: TimeAmount) {
         loop.scheduleTask(in: delay) { [self] in
             let now = loop.now.uptimeNanoseconds.clampedToInt64
-            let quiet = now - lastClose.load(ordering: .sequentiallyConsistent)
-            guard quiet >= TimeAmount.seconds(1).nanoseconds else { return plan(in: .nanoseconds(TimeAmount.seconds(1).nanoseconds - quiet)) }
+            guard now - lastClose.load(ordering: .sequentiallyConsistent) >= TimeAmount.seconds(1).nanoseconds else {
+                release(false)
+                return plan(in: .seconds(1))
+            }
             planned.store(false, ordering: .sequentiallyConsistent)
             let flood = gone.exchange(0, ordering: .sequentiallyConsistent) >= Self.floodDepartures
             let unmapped = lastUnmap.load(ordering: .sequentiallyConsistent)
