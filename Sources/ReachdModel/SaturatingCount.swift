@@ -1,6 +1,6 @@
 extension UInt64 {
     /// `self + other`, or `.max` where the sum would not fit: byte counts that stop at the top rather than wrap or trap.
-    package func addingSaturated(_ other: UInt64) -> UInt64 {
+    public func addingSaturated(_ other: UInt64) -> UInt64 {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? .max : sum
     }
