@@ -38,11 +38,13 @@ TRANSFERS_ARGS ?=
 # zsh and fish to run the completion scripts in their shells; python3-pyqt6 for the Qt 6 program
 # (QNetworkInformation's networkmanager backend) read against reachd's NetworkManager face; python3-dbusmock (UPower and
 # power-profiles-daemon mocks for the power constraints); python3-pip and python3-dbus for python-dbusmock (below);
-# tzdata for the zones the time tests switch between; python3-fuse for the file system that stops answering.
+# tzdata for the zones the time tests switch between; python3-fuse for the file system that stops answering; tinyproxy,
+# squid and microsocks, the real proxies the transfers go through (their own services are stopped and disabled when
+# `make deps` installs them: the tests run their own, in namespaces).
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
                 python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
                 gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0 bash-completion zsh fish python3-pyqt6 \
-                python3-pip python3-dbus python3-dbusmock tzdata python3-fuse
+                python3-pip python3-dbus python3-dbusmock tzdata python3-fuse tinyproxy squid microsocks
 # From PyPI for the tests, beside (not over) Debian's Python packages: python-dbusmock 0.38, the first with the
 # modemmanager template (Debian 12's python3-dbusmock is 0.28), into .build/test-python, which the ModemManager
 # tests put on PYTHONPATH; --no-deps, so that Debian's python3-dbus and python3-gi serve it.
@@ -72,6 +74,9 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "make: missing packages: $$missing (run as root, or apt-get install them)" >&2; exit 2; fi; \
 	  echo "installing: $$missing"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  for service in tinyproxy squid; do \
+	    if echo "$$missing" | grep -qx $$service; then systemctl disable --now $$service >/dev/null 2>&1 || true; fi; \
+	  done; \
 	fi
 	@test -e $(TEST_PYTHON)/dbusmock/templates/modemmanager.py || \
 	  /usr/bin/python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore --target $(TEST_PYTHON) 'python-dbusmock==$(DBUSMOCK_VERSION)'

@@ -29,6 +29,10 @@ public struct Configuration: Hashable, Sendable {
     /// `[downloads] keep_finished_seconds`: finished jobs are forgotten after this long; 0 keeps them. At most 10 years
     /// (315360000 s): the scheduler counts it in microseconds, which a larger value could overflow.
     public var keepFinishedSeconds: Int64 = 30 * 86400
+    /// `[downloads] proxy` and `no_proxy`: the proxy URL every transfer goes through, and the hosts that skip it
+    /// (checked by reachd-transfers at start: the proxy's syntax is the transfers' own).
+    public var transferProxy: String?
+    public var transferNoProxy: String?
     /// `[downloads] read_timeout_seconds`: a server that sends nothing for this long loses the connection
     /// (the attempt is retried later).
     public var readTimeoutSeconds: Double = 30
@@ -115,8 +119,15 @@ extension Configuration {
         if let value = table["downloads"] {
             guard let section = value.table else { throw ConfigurationError("\"downloads\" must be a table: write [downloads]") }
             for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file", "read_timeout_seconds",
-                                        "max_jobs_per_user", "max_jobs", "keep_finished_seconds"].contains(key) {
-                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, keep_finished_seconds, max_jobs, max_jobs_per_user, metered_threshold, netrc, read_timeout_seconds)")
+                                        "max_jobs_per_user", "max_jobs", "keep_finished_seconds", "proxy", "no_proxy"].contains(key) {
+                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, keep_finished_seconds, max_jobs, max_jobs_per_user, metered_threshold, netrc, no_proxy, proxy, read_timeout_seconds)")
+            }
+            for (key, value) in [("proxy", section["proxy"]), ("no_proxy", section["no_proxy"])] {
+                guard let value else { continue }
+                guard let text = value.string, !text.isEmpty, text.utf8.count <= 4096 else {
+                    throw ConfigurationError("downloads: \"\(key)\" must be a non-empty string (at most 4096 bytes)")
+                }
+                if key == "proxy" { transferProxy = text } else { transferNoProxy = text }
             }
             readTimeoutSeconds = try Self.seconds(section["read_timeout_seconds"], name: "downloads: read_timeout_seconds",
                                                   default: readTimeoutSeconds, minimum: 0.1)

@@ -56,6 +56,8 @@ public struct UploadSpec: Hashable, Sendable {
     public var priority: Priority
     public var allowInsecureAuth: Bool
     public var constraints = JobConstraints()
+    /// The job's own proxy (`Job.proxy`).
+    public var proxy: String?
 
     public init(file: String, url: String, method: UploadMethod = .put, fields: [FormField] = [], fileField: String = "file",
                 allowMetered: Bool = false, priority: Priority = .normal, allowInsecureAuth: Bool = false) {
@@ -102,6 +104,8 @@ public struct DownloadSpec: Hashable, Sendable, Codable {
     public var allowInsecureAuth: Bool
     /// When the job may run, beside its route (none: the metered rule).
     public var constraints = JobConstraints()
+    /// The job's own proxy (`Job.proxy`).
+    public var proxy: String?
 
     public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil,
                 refreshSeconds: Int64? = nil, allowInsecureAuth: Bool = false) {
@@ -181,6 +185,11 @@ public struct Job: Hashable, Sendable {
     public var allowInsecureAuth: Bool
     /// When the job may run, beside its route.
     public var constraints: JobConstraints
+    /// The job's own proxy: a proxy URL (`ProxyServer`), `none` (straight to the server), or nil: the instance's
+    /// (`[downloads] proxy`, else its environment).
+    public var proxy: String?
+    /// The proxy the job's requests go through now, without credentials, as clients see it; set by the scheduler.
+    public var viaProxy: String?
     public var owner: Owner
     /// Size of the whole file, nil while unknown.
     public var bytesTotal: Int64?
@@ -221,6 +230,7 @@ public struct Job: Hashable, Sendable {
         self.init(id: id, sequence: sequence, url: spec.url, kind: .download(Download(spec)), allowMetered: spec.allowMetered,
                   priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth, constraints: spec.constraints, owner: owner,
                   created: created)
+        proxy = spec.proxy
     }
 
     /// An upload of `spec.file`.
@@ -228,6 +238,7 @@ public struct Job: Hashable, Sendable {
         self.init(id: id, sequence: sequence, url: spec.url, kind: .upload(Upload(spec)), allowMetered: spec.allowMetered,
                   priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth, constraints: spec.constraints, owner: owner,
                   created: created)
+        proxy = spec.proxy
     }
 
     /// The download's part, nil for an upload.

@@ -50,6 +50,13 @@ public struct Netrc: Hashable, Sendable {
         self.entries = entries
     }
 
+    /// The credentials of `host`'s own entry (no `default`); nil without one, or without a password.
+    public func credentials(forMachine host: String) -> Credentials? {
+        guard let entry = entries.first(where: { $0.machine == host.lowercased() }), let password = entry.password else { return nil }
+        if entry.login?.lowercased() == "bearer" { return .bearer(token: password) }
+        return .basic(login: entry.login ?? "", password: password)
+    }
+
     /// The credentials for `host`: its own entry first, else `default`; nil without a password.
     public func credentials(for host: String) -> Credentials? {
         let entry = entries.first { $0.machine == host.lowercased() } ?? entries.first { $0.machine == nil }

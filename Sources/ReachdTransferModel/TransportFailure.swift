@@ -10,6 +10,10 @@ public enum TransportFailure: Hashable, Sendable {
     case file(String)
     /// Anything else: the network.
     case network(String)
+    /// The proxy (named without credentials) answered 407: it wants credentials, or refused the ones sent.
+    case proxyCredentials(proxy: String, sent: Bool)
+    /// The proxy refused to open the tunnel or to forward the request (`detail` says how).
+    case proxyRefused(proxy: String, detail: String)
 
     /// The job's outcome; `cancelled`: the task is being stopped (a network error is then the stop itself).
     public func outcome(cancelled: Bool) -> FetchOutcome {
@@ -19,6 +23,12 @@ public enum TransportFailure: Hashable, Sendable {
         case .tls(let error): .failed(reason: "failed: TLS: \(error)")
         case .file(let error): .failed(reason: "failed: \(error)")
         case .network(let error): cancelled ? .stopped : .retry(reason: "network error: \(error)", retryAfter: nil)
+        case .proxyCredentials(let proxy, true):
+            .retry(reason: "the proxy \(proxy) refused the credentials (407 Proxy Authentication Required)", retryAfter: nil)
+        case .proxyCredentials(let proxy, false):
+            .retry(reason: "the proxy \(proxy) asks for credentials (407 Proxy Authentication Required): give them in the proxy URL, "
+                + "or in a netrc entry for its host", retryAfter: nil)
+        case .proxyRefused(let proxy, let detail): .retry(reason: "the proxy \(proxy) refused: \(detail)", retryAfter: nil)
         }
     }
 }

@@ -7,6 +7,8 @@ public struct UploadAnswer: Hashable, Sendable {
     public var location: String?
     /// The first 1 KiB of the body at most: the rest of an answer (which may never end) is not waited for.
     public var snippet: [UInt8]
+    /// A proxy forwarding the upload refused it for want of the proxy's credentials (`ProxyAnswer`).
+    public var proxyRefusedCredentials = false
 
     public static let snippetBytes = 1024
 
@@ -18,6 +20,7 @@ public struct UploadAnswer: Hashable, Sendable {
     public init(status: Int, headers: some Sequence<(name: String, value: String)>) {
         self.init(status: status, retryAfter: headers.firstValue(named: "Retry-After"), location: headers.firstValue(named: "Location"),
                   snippet: [])
+        proxyRefusedCredentials = ProxyAnswer.refusesCredentials(status: status, headers: headers)
     }
 
     /// Keeps what fits of the next part of the body; true once the snippet is full.

@@ -39,7 +39,17 @@ public struct UploadRedirects: Sendable {
     /// Where a 307 or 308 answer sends an upload: an http or https URL, `Location` resolved against `url`. Other 3xx
     /// would turn the upload into a GET: they end the job with the status.
     public static func target(of answer: UploadAnswer, from url: String) -> String? {
-        guard answer.status == 307 || answer.status == 308, let location = answer.location,
+        guard answer.status == 307 || answer.status == 308 else { return nil }
+        return Redirect.target(status: answer.status, location: answer.location, from: url)
+    }
+}
+
+/// Where a redirect sends a request that keeps its method (GET, HEAD).
+public enum Redirect {
+    /// The target of a 301, 302, 303, 307 or 308 answer to a request sent to `url`: an http or https URL, `location`
+    /// resolved against `url`; nil for any other answer.
+    public static func target(status: Int, location: String?, from url: String) -> String? {
+        guard [301, 302, 303, 307, 308].contains(status), let location,
               let target = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
               let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
         return target.absoluteString

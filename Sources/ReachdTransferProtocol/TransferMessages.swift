@@ -22,10 +22,13 @@ public struct TransferRequest: Hashable, Sendable {
     public var upload: UploadSpec?
     /// The URL to `fetch` through the cache.
     public var fetch: String?
+    /// The proxy `fetch` goes through: a proxy URL, or `none` (`JobProxy`); nil: the instance's.
+    public var fetchProxy: String?
 
     public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil, upload: UploadSpec? = nil,
-                fetch: String? = nil) {
+                fetch: String? = nil, fetchProxy: String? = nil) {
         self.fetch = fetch
+        self.fetchProxy = fetchProxy
         self.op = op
         self.id = id
         self.job = job
@@ -40,7 +43,7 @@ public struct TransferRequest: Hashable, Sendable {
 extension TransferRequest: Encodable {
     private enum CodingKeys: String, CodingKey {
         case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery, allowInsecureAuth
-        case file, method, fields, fileField, constraints
+        case file, method, fields, fileField, constraints, proxy
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -57,6 +60,7 @@ extension TransferRequest: Encodable {
             try c.encodeIfPresent(download.refreshSeconds, forKey: .refreshEvery)
             if download.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
             if !download.constraints.isEmpty { try c.encode(download.constraints, forKey: .constraints) }
+            try c.encodeIfPresent(download.proxy, forKey: .proxy)
         }
         if let upload {
             try c.encode(upload.file, forKey: .file)
@@ -68,8 +72,10 @@ extension TransferRequest: Encodable {
             try c.encode(upload.priority, forKey: .priority)
             if upload.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
             if !upload.constraints.isEmpty { try c.encode(upload.constraints, forKey: .constraints) }
+            try c.encodeIfPresent(upload.proxy, forKey: .proxy)
         }
         try c.encodeIfPresent(fetch, forKey: .url)
+        try c.encodeIfPresent(fetchProxy, forKey: .proxy)
     }
 }
 
@@ -87,6 +93,18 @@ public enum TransferRequestParser {
             priority = Priority(rawValue: name)!
             return nil
         default: return "\"priority\" must be low, normal or high"
+        }
+    }
+
+    /// `proxy` (add, upload, fetch): `none` or a proxy URL; the refusal never quotes it (it may hold a password).
+    private static func readProxy(_ fields: [String: JSONValue], into proxy: inout String?) -> String? {
+        switch fields["proxy"] {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            do { try JobProxy.validate(text) } catch { return "\"proxy\": \(error)" }
+            proxy = text
+            return nil
+        default: return "\"proxy\" must be \"none\" or a proxy URL"
         }
     }
 
@@ -157,6 +175,7 @@ public enum TransferRequestParser {
             case .success(let constraints): spec.constraints = constraints
             case .failure(let refusal): return bad(refusal.message)
             }
+            if let refusal = readProxy(fields, into: &spec.proxy) { return bad(refusal) }
             request.download = spec
         case .upload:
             guard case .string(let url)? = fields["url"] else { return bad("upload needs \"url\" as a string") }
@@ -189,10 +208,12 @@ public enum TransferRequestParser {
             case .success(let constraints): spec.constraints = constraints
             case .failure(let refusal): return bad(refusal.message)
             }
+            if let refusal = readProxy(fields, into: &spec.proxy) { return bad(refusal) }
             request.upload = spec
         case .fetch:
             guard case .string(let url)? = fields["url"] else { return bad("fetch needs \"url\" as a string") }
             request.fetch = url
+            if let refusal = readProxy(fields, into: &request.fetchProxy) { return bad(refusal) }
         case .list, .clean, .watch, .ping: break
         }
         return .success(request)

@@ -14,6 +14,12 @@ struct CredentialSource: Sendable {
         return (try? await files.read(netrcPath)).flatMap { Netrc($0).credentials(for: host) }
     }
 
+    /// A proxy's credentials: its host's own entry only (never `default`, which is for servers).
+    func credentials(forHost host: String) async -> Credentials? {
+        guard let netrcPath else { return nil }
+        return (try? await files.read(netrcPath)).flatMap { Netrc($0).credentials(forMachine: host) }
+    }
+
     /// `$HOME/.netrc` of the daemon's user (`HOME`, else the user database).
     static var ownNetrc: String? {
         if let home = getenv("HOME").map({ String(cString: $0) }), home.hasPrefix("/") { return home + "/.netrc" }

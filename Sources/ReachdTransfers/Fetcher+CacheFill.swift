@@ -16,12 +16,13 @@ extension Fetcher {
 
     /// GETs `url` into `file` for the offline cache: conditional on `cached` validators, giving up on bodies over
     /// `limit` (announced or received), and on a body shorter than its Content-Length (`CacheFill` decides).
-    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, file: PartialFile, credentials: Credentials?) async -> CacheFetch {
+    func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, file: PartialFile, credentials: Credentials?,
+                     via lease: ProxyLease) async -> CacheFetch {
         var request = Self.request(url)
         let conditions = CacheFill.conditionalFields(cached)
         for field in conditions { request.headers.add(name: field.name, value: field.value) }
         let response: HTTPClientResponse
-        switch await send(request, credentials: credentials, allowInsecureAuth: false) {
+        switch await send(request, credentials: credentials, allowInsecureAuth: false, via: lease) {
         case .failure(let error): return .failed(CacheFill.failure(error.outcome))
         case .success(let answer): response = answer
         }

@@ -18,13 +18,14 @@ extension Fetcher {
     /// Fetches the rest of `job` into its partial file (which holds `offset` bytes of the version its validators name):
     /// Range/If-Range by `ResumePlan`, the body streamed to the file with backpressure, lengths checked.
     /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
-    func fetch(_ job: Job, into file: AttemptPartialFile, offset: Int64, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+    func fetch(_ job: Job, into file: AttemptPartialFile, offset: Int64, credentials: Credentials?, via lease: ProxyLease,
+               observer: some FetchObserver) async -> FetchOutcome {
         let partial = job.download?.partial ?? Validators()
         let plan = ResumePlan.request(offset: offset, validators: partial, installed: job.isRefreshing ? job.download?.installed : nil)
         var request = Self.request(job.url)
         for (name, value) in plan.headers { request.headers.add(name: name, value: value) }
         let response: HTTPClientResponse
-        switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
+        switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth, via: lease) {
         case .failure(let error): return error.outcome
         case .success(let answer): response = answer
         }

@@ -10,7 +10,7 @@ extension Fetcher {
     /// POST (its boundary drawn anew for each attempt); restarts from byte 0 each attempt. Over
     /// plain http the file goes to the socket with `sendfile` (`SendfileBody`), else it is streamed (`UploadBody`).
     /// Sent by the client that follows no redirects, an upload is redirected only as `UploadRedirects` decides.
-    func upload(_ job: Job, file: FileToSend, credentials: Credentials?, observer: some FetchObserver) async -> FetchOutcome {
+    func upload(_ job: Job, file: FileToSend, credentials: Credentials?, via lease: ProxyLease, observer: some FetchObserver) async -> FetchOutcome {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
         let form = job.upload?.form ?? .put
@@ -31,13 +31,14 @@ extension Fetcher {
             let progress: @Sendable (Int64) async -> Void = { sent in await observer.progress(jobID: id, bytes: sent) }
             let result: Result<UploadAnswer, OutcomeError>
             if url.lowercased().hasPrefix("http:") {
-                let eventLoop = clientWithoutRedirects.eventLoopGroup.next()
+                let way = way(for: url, under: lease)
+                let eventLoop = way.clients.notFollowing.eventLoopGroup.next()
                 do {
                     let body = try SendfileBody(prefix: prefix, file: file, suffix: suffix, eventLoop: eventLoop)
                     // Progress as the socket takes the file, all of it reported before the outcome.
                     async let reported: Void = { for await sent in body.written { await progress(sent) } }()
                     result = await sendWithoutRedirects(request, body: body, credentials: credentials,
-                                                        allowInsecureAuth: job.allowInsecureAuth, eventLoop: eventLoop)
+                                                        allowInsecureAuth: job.allowInsecureAuth, way: way, eventLoop: eventLoop)
                     await reported
                 } catch {
                     result = .failure(Self.failure(of: error))
@@ -45,7 +46,7 @@ extension Fetcher {
             } else {
                 let body = UploadBody(prefix: prefix, file: file, suffix: suffix, progress: progress)
                 request.body = .stream(body, length: .known(Int64(prefix.count) + file.size + Int64(suffix.count)))
-                switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth) {
+                switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth, via: lease) {
                 case .failure(let error): result = .failure(error)
                 case .success(let response): result = await answer(response)
                 }
@@ -65,15 +66,15 @@ extension Fetcher {
     }
 
     /// Sends `request` with `body` through async-http-client's delegate API (the async one takes no file regions),
-    /// by the client that follows no redirects; the start of the answer, or the failure as the job's outcome.
+    /// by `way`'s client that follows no redirects; the start of the answer, or the failure as the job's outcome.
     private func sendWithoutRedirects(_ request: HTTPClientRequest, body: SendfileBody, credentials: Credentials?,
-                                      allowInsecureAuth: Bool, eventLoop: any EventLoop) async -> Result<UploadAnswer, OutcomeError> {
+                                      allowInsecureAuth: Bool, way: Way, eventLoop: any EventLoop) async -> Result<UploadAnswer, OutcomeError> {
         let authorizedRequest: HTTPClientRequest
         switch authorized(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth) {
         case .failure(let error):
             body.requestEnded()
             return .failure(error)
-        case .success(let withCredentials): authorizedRequest = withCredentials
+        case .success(let withCredentials): authorizedRequest = Self.prepared(withCredentials, for: way)
         }
         let sent: HTTPClient.Request
         do {
@@ -81,12 +82,12 @@ extension Fetcher {
                                           headers: authorizedRequest.headers, body: body.body)
         } catch {
             body.requestEnded()
-            return .failure(Self.failure(of: error))
+            return .failure(Self.failure(of: error, via: way.route))
         }
         // Made only for a request that is executed: its promise must be fulfilled.
         let delegate = UploadAnswerDelegate(eventLoop: eventLoop) { body.partWritten($0) }
         // On the body's event loop: NIO uses the file's descriptor there, and the body closes it there.
-        let task = clientWithoutRedirects.execute(request: sent, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop))
+        let task = way.clients.notFollowing.execute(request: sent, delegate: delegate, eventLoop: .delegateAndChannel(on: eventLoop))
         // A file that gets shorter after its last check would have NIO send nothing, again and again, until the
         // read timeout: looked at every second while the request runs.
         let watchdog = eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in
@@ -104,9 +105,13 @@ extension Fetcher {
             }
             // The rest of the answer is not waited for (a finished request ignores this).
             task.cancel()
+            if way.forwards, let route = way.route, answer.proxyRefusedCredentials {
+                return .failure(OutcomeError(TransportFailure.proxyCredentials(proxy: route.name, sent: route.credentials != nil)
+                    .outcome(cancelled: false)))
+            }
             return .success(answer)
         } catch {
-            return .failure(Self.failure(of: error))
+            return .failure(Self.failure(of: error, via: way.route))
         }
     }
 

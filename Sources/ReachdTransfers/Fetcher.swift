@@ -16,8 +16,13 @@ import Glibc
 /// Every request has a connection of its own (`Connection: close`): a pooled connection may belong to a route that
 /// is gone since (it would hang until the read timeout).
 final class Fetcher: Sendable {
-    let client: HTTPClient
-    let clientWithoutRedirects: HTTPClient
+    /// Straight to the server.
+    let direct: ClientPair
+    /// Plain http forwarded by an http proxy (`Fetcher+Proxy`): requests go to the proxy with absolute-form targets.
+    /// Neither follows redirects: `send` does, so that each hop goes the way its URL goes.
+    let forwarding: ClientPair
+    /// Tunnels through proxies, per proxy in use.
+    let tunnels: TunnelClients
     let logger: Logger
     /// The socket's receive buffer: bounds the bytes in flight (also lost by a crash) without limiting
     /// speed on fast links (the kernel would otherwise grow it to several MiB).
@@ -28,12 +33,27 @@ final class Fetcher: Sendable {
 
     /// `caFile`: PEM certificates trusted besides the system's; `readTimeout`: seconds a server may stay silent.
     init(caFile: String?, readTimeout: Double, logger: Logger) {
+        @Sendable func pair(proxy: HTTPClient.Configuration.Proxy? = nil, forwards: Bool = false) -> ClientPair {
+            let following = Self.configuration(caFile: caFile, readTimeout: readTimeout, proxy: proxy, forwards: forwards, follows: !forwards)
+            let notFollowing = Self.configuration(caFile: caFile, readTimeout: readTimeout, proxy: proxy, forwards: forwards, follows: false)
+            return ClientPair(following: HTTPClient(eventLoopGroupProvider: .singleton, configuration: following),
+                              notFollowing: HTTPClient(eventLoopGroupProvider: .singleton, configuration: notFollowing))
+        }
+        direct = pair()
+        forwarding = pair(forwards: true)
+        tunnels = TunnelClients { server, credentials in pair(proxy: Self.tunnelProxy(server, credentials: credentials)) }
+        self.logger = logger
+    }
+
+    private static func configuration(caFile: String?, readTimeout: Double, proxy: HTTPClient.Configuration.Proxy?, forwards: Bool,
+                                      follows: Bool) -> HTTPClient.Configuration {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
-            redirectConfiguration: .follow(max: 5, allowCycles: false),
+            redirectConfiguration: follows ? .follow(max: 5, allowCycles: false) : .disallow,
             timeout: .init(connect: .seconds(10), read: .milliseconds(Int64(readTimeout * 1000))),
+            proxy: proxy,
             decompression: .disabled
         )
         configuration.httpVersion = .http1Only
@@ -42,25 +62,25 @@ final class Fetcher: Sendable {
                 // Reads as large as the buffer: fewer, bigger chunks through the body stream.
                 channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
                     minimum: 4096, initial: 64 << 10, maximum: Self.receiveBufferBytes * 2))
+            }.flatMap {
+                forwards ? AbsoluteFormTarget.install(on: channel) : channel.eventLoop.makeSucceededVoidFuture()
             }
         }
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        configuration.redirectConfiguration = .disallow
-        clientWithoutRedirects = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.logger = logger
+        return configuration
     }
 
     func shutdown() async {
-        try? await client.shutdown()
-        try? await clientWithoutRedirects.shutdown()
+        await direct.shutdown()
+        await forwarding.shutdown()
+        await tunnels.shutdown()
     }
 
     /// The size from a HEAD request, nil when the server does not say (or the request fails). Sent like
     /// every other request, so credentials go only where `send` lets them.
-    func size(of url: String, credentials: Credentials?, allowInsecureAuth: Bool) async -> Int64? {
+    func size(of url: String, credentials: Credentials?, allowInsecureAuth: Bool, via lease: ProxyLease) async -> Int64? {
         let request = Self.request(url, method: .HEAD)
         guard case .success(let response) = await send(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth,
-                                                       deadline: .now() + .seconds(30)),
+                                                       via: lease, deadline: .now() + .seconds(30)),
               response.status == .ok else { return nil }
         return contentLength(response.headers.first(name: "Content-Length"))
     }
@@ -74,20 +94,40 @@ final class Fetcher: Sendable {
         return request
     }
 
-    /// Sends `request` (with the credentials where `CredentialRule` lets them go); a failure is the job's outcome.
-    /// Redirects are followed only where `CredentialRule.followsRedirects` allows.
-    func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool,
+    /// Sends `request` (with the credentials where `CredentialRule` lets them go) the way its URL goes under `lease`;
+    /// a failure is the job's outcome. Redirects are followed only where `CredentialRule.followsRedirects` allows:
+    /// by async-http-client, or here for requests an http proxy forwards (each hop goes the way its own URL goes).
+    func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool, via lease: ProxyLease,
               deadline: NIODeadline = .distantFuture) async -> Result<HTTPClientResponse, OutcomeError> {
-        let sent: HTTPClientRequest
+        var sent: HTTPClientRequest
         switch authorized(request, credentials: credentials, allowInsecureAuth: allowInsecureAuth) {
         case .failure(let error): return .failure(error)
         case .success(let withCredentials): sent = withCredentials
         }
         let follows = CredentialRule.followsRedirects(credentials: credentials, hasBody: request.body != nil)
-        do {
-            return .success(try await (follows ? client : clientWithoutRedirects).execute(sent, deadline: deadline))
-        } catch {
-            return .failure(Self.failure(of: error))
+        var visited = [sent.url]
+        while true {
+            let way = way(for: sent.url, under: lease)
+            let response: HTTPClientResponse
+            do {
+                response = try await (follows && !way.forwards ? way.clients.following : way.clients.notFollowing)
+                    .execute(Self.prepared(sent, for: way), deadline: deadline)
+            } catch {
+                return .failure(Self.failure(of: error, via: way.route))
+            }
+            if let route = way.route, way.forwards, ProxyAnswer.refusesCredentials(status: Int(response.status.code), headers: response.headers) {
+                return .failure(OutcomeError(TransportFailure.proxyCredentials(proxy: route.name, sent: route.credentials != nil)
+                    .outcome(cancelled: false)))
+            }
+            guard follows, way.forwards,
+                  let target = Redirect.target(status: Int(response.status.code), location: response.headers.first(name: "Location"),
+                                               from: sent.url) else { return .success(response) }
+            guard visited.count <= 5, !visited.contains(target) else {
+                return .failure(OutcomeError(TransportFailure.redirectLimit.outcome(cancelled: false)))
+            }
+            visited.append(target)
+            sent.url = target
+            if response.status == .seeOther, sent.method != .HEAD { sent.method = .GET }
         }
     }
 
@@ -112,14 +152,26 @@ final class Fetcher: Sendable {
         init(_ outcome: FetchOutcome) { self.outcome = outcome }
     }
 
-    /// A request that failed with `error`, as the job's outcome.
-    static func failure(of error: any Error) -> OutcomeError {
-        OutcomeError(transportFailure(error).outcome(cancelled: Task.isCancelled))
+    /// A request that failed with `error`, as the job's outcome; `route`: the proxy it went through.
+    static func failure(of error: any Error, via route: ProxyLease.Route? = nil) -> OutcomeError {
+        OutcomeError(transportFailure(error, via: route).outcome(cancelled: Task.isCancelled))
     }
 
     /// What kind of failure `error` is.
-    private static func transportFailure(_ error: any Error) -> TransportFailure {
-        switch error {
+    private static func transportFailure(_ error: any Error, via route: ProxyLease.Route?) -> TransportFailure {
+        if let route {
+            switch error {
+            case let error as HTTPClientError where error == .proxyAuthenticationRequired:
+                return .proxyCredentials(proxy: route.name, sent: route.credentials != nil)
+            case let error as HTTPClientError where error == .invalidProxyResponse:
+                return .proxyRefused(proxy: route.name, detail: "it would not open a tunnel to the server")
+            case let error as HTTPClientError where error == .socksHandshakeTimeout:
+                return .proxyRefused(proxy: route.name, detail: "no SOCKS5 handshake within the connect timeout")
+            case is HTTPClientError, is NIOSSLError, is BoringSSLError, is FileError: break
+            default: return .network("through the proxy \(route.name): \(describe(error))")
+            }
+        }
+        return switch error {
         case let error as HTTPClientError where error == .redirectLimitReached || error == .redirectCycleDetected: .redirectLimit
         case let error as NIOSSLError: .handshake("\(error)")
         case let error as BoringSSLError: .tls("\(error)")

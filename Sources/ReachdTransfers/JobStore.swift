@@ -110,6 +110,9 @@ public final class JobStore: Sendable {
             // Earlier jobs have none: the metered rule, as before.
             try db.alter(table: "job") { t in t.add(column: "constraints", .text).notNull().defaults(to: "{}") }
         }
+        migrator.registerMigration("v10: a job's own proxy") { db in
+            try db.alter(table: "job") { t in t.add(column: "proxy", .text) }
+        }
         return migrator
     }
 
@@ -157,8 +160,8 @@ public final class JobStore: Sendable {
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
                       bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
                       refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth,
-                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong, constraints)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong, constraints, proxy)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.file, job.state.rawValue, job.priority.rawValue, job.allowMetered,
@@ -168,7 +171,7 @@ public final class JobStore: Sendable {
                     download?.refreshSeconds, download?.lastChecked?.microseconds, download?.nextCheck?.microseconds,
                     download?.installed.etag, download?.installed.lastModified, job.allowInsecureAuth,
                     job.kind.name.rawValue, upload?.form.method.rawValue, Self.encode(upload?.form.fields ?? []), upload?.form.fileField,
-                    upload?.answer?.status, upload?.answer?.body, partial.lastModifiedIsStrong, Self.encode(job.constraints),
+                    upload?.answer?.status, upload?.answer?.body, partial.lastModifiedIsStrong, Self.encode(job.constraints), job.proxy,
                 ]
             )
         }
@@ -226,6 +229,7 @@ public final class JobStore: Sendable {
         job.state = JobState(rawValue: row["state"]) ?? .queued
         job.bytesTotal = row["bytesTotal"]
         job.reason = row["reason"]
+        job.proxy = row["proxy"]
         job.attempts = row["attempts"]
         job.retryAt = (row["retryAt"] as Int64?).map(Timestamp.init(microseconds:))
         job.updated = Timestamp(microseconds: row["updated"])

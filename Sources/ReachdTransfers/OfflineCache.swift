@@ -28,12 +28,16 @@ actor OfflineCache {
     private let shared: Bool
     private let limits: CacheEviction.Limits
     private let threshold: Int64
+    /// The instance's proxies (`[downloads] proxy`, else its environment).
+    private let proxies: ProxySettings?
     private let metrics: TransferMetrics?
     private let logger: Logger
     private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, credentials: CredentialSource,
-         directory: String, shared: Bool, limits: CacheEviction.Limits, threshold: Int64, metrics: TransferMetrics? = nil, logger: Logger) {
+         directory: String, shared: Bool, limits: CacheEviction.Limits, threshold: Int64, proxies: ProxySettings? = nil,
+         metrics: TransferMetrics? = nil, logger: Logger) {
+        self.proxies = proxies
         self.metrics = metrics
         self.shared = shared
         self.store = store
@@ -47,15 +51,19 @@ actor OfflineCache {
         self.logger = logger
     }
 
-    func fetch(_ url: String, owner: Owner) async throws(ProtocolError) -> FetchResult {
-        let host = try TransferScheduler.admit(url: url)
+    /// `url` from the cache or the network; `proxy`: the request's own (`Job.proxy`), nil: the instance's.
+    func fetch(_ url: String, owner: Owner, proxy: String? = nil) async throws(ProtocolError) -> FetchResult {
+        _ = try TransferScheduler.admit(url: url)
         guard let key = CacheKey.key(method: "GET", url: url) else { throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"") }
-        let flight = "\(owner.uid) \(key)"
+        let way = JobProxy(asked: proxy, instance: proxies)
+        // The route to the proxy, when there is one, decides what the fetch may cost.
+        guard let host = way.gatingHost(for: url) else { throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"") }
+        let flight = "\(owner.uid) \(key) \(way.proxy(for: url)?.url ?? "")"
         let task: Task<Result<FetchResult, ProtocolError>, Never>
         if let running = inflight[flight] {
             task = running
         } else {
-            task = Task { await self.resolve(url: url, key: key, host: host, owner: owner) }
+            task = Task { await self.resolve(url: url, key: key, host: host, way: way, owner: owner) }
             inflight[flight] = task
         }
         let result = await task.value
@@ -64,7 +72,7 @@ actor OfflineCache {
         return try result.get()
     }
 
-    private func resolve(url: String, key: String, host: String, owner: Owner) async -> Result<FetchResult, ProtocolError> {
+    private func resolve(url: String, key: String, host: String, way: JobProxy, owner: Owner) async -> Result<FetchResult, ProtocolError> {
         let now = Timestamp.now()
         let credentials = await credentials.credentials(for: url)
         let entry = (try? store.cacheEntry(uid: owner.uid, key: key)).flatMap { Self.usable($0, credentials: credentials) }
@@ -79,7 +87,7 @@ actor OfflineCache {
             metrics?.fetched(entry.freshness.isFresh(at: now) ? .hit : .stale)
             return .success(served(entry, reason: reason, now: now))
         case .network(let limit):
-            return await network(url: url, key: key, owner: owner, entry: entry, limit: limit, credentials: credentials,
+            return await network(url: url, key: key, owner: owner, entry: entry, limit: limit, credentials: credentials, way: way,
                                  metered: verdict.metered, now: now)
         }
     }
@@ -107,7 +115,7 @@ actor OfflineCache {
     }
 
     private func network(url: String, key: String, owner: Owner, entry: CacheEntry?, limit: Int64?, credentials: Credentials?,
-                         metered: Bool, now: Timestamp) async -> Result<FetchResult, ProtocolError> {
+                         way: JobProxy, metered: Bool, now: Timestamp) async -> Result<FetchResult, ProtocolError> {
         let userDirectory = "\(directory)/\(owner.uid)"
         do {
             try makeUserDirectory(userDirectory)
@@ -125,7 +133,10 @@ actor OfflineCache {
         }
         // A body larger than the whole cache cannot be kept: the capacity bounds what a server can make us write.
         let bound = min(limit ?? limits.capacity, limits.capacity)
-        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, file: body, credentials: credentials)
+        let source = self.credentials
+        let lease = await fetcher.lease(way) { await source.credentials(forHost: $0) }
+        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, file: body, credentials: credentials, via: lease)
+        fetcher.release(lease)
         if case .stored = outcome {} else { await files.remove(temporary) }
         switch outcome {
         case .notModified(let headers):

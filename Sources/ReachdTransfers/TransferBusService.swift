@@ -120,6 +120,9 @@ final class TransferBusService: @unchecked Sendable {
                 case ("Sha256", .string(let hex)):
                     guard let sum = TransferRequestParser.sha256(hex) else { return invalid("Sha256 must be 64 hex digits") }
                     spec.sha256 = sum
+                case ("Proxy", .string(let text)):
+                    do { try JobProxy.validate(text) } catch { return invalid("Proxy: \(error)") }
+                    spec.proxy = text
                 case ("RefreshEvery", .string(let text)):
                     guard let seconds = RefreshInterval.seconds(text) else { return invalid("RefreshEvery must be a duration like 90s, 15m, 6h or 2d") }
                     spec.refreshSeconds = seconds
@@ -132,7 +135,7 @@ final class TransferBusService: @unchecked Sendable {
                     }
                     if let refusal = spec.constraints.set(constraintKeys[name]!, to: text) { return invalid("\(name): \(refusal)") }
                 default:
-                    return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s, "
+                    return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s, Proxy s, "
                         + "Network s, Power s, NotBefore s, Window s, Deadline s, AfterDeadline s, StorageNotLow b, Now b)")
                 }
             }

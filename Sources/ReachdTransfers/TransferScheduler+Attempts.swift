@@ -24,7 +24,10 @@ extension TransferScheduler {
         } catch {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job), observer: self)
+        let lease = await proxyLease(for: job)
+        let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job),
+                                          via: lease, observer: self)
+        fetcher.release(lease)
         // A file system that does not answer is not asked the file's size: the next attempt measures it.
         if case .destinationNotAnswering = outcome { return (outcome, machines[job.id]?.job.bytesMoved ?? job.bytesMoved) }
         return (outcome, await partial.size())
@@ -41,7 +44,9 @@ extension TransferScheduler {
         feed(.uploadOpened(size: source.size), to: job.id)
         var current = machines[job.id]?.job ?? job
         current.bytesTotal = source.size
-        return await fetcher.upload(current, file: source, credentials: await credentials(for: job), observer: self)
+        let lease = await proxyLease(for: job)
+        defer { fetcher.release(lease) }
+        return await fetcher.upload(current, file: source, credentials: await credentials(for: job), via: lease, observer: self)
     }
 
     /// The job's credentials, read for each request; never stored.
@@ -49,11 +54,20 @@ extension TransferScheduler {
         await CredentialSource(netrcPath: settings.netrcPath, files: files).credentials(for: job.url)
     }
 
+    /// The proxies the job's requests may go through, held until `fetcher.release`.
+    func proxyLease(for job: Job) async -> ProxyLease {
+        let source = CredentialSource(netrcPath: settings.netrcPath, files: files)
+        return await fetcher.lease(proxies(of: job)) { await source.credentials(forHost: $0) }
+    }
+
     /// Asks the server for the job's size (HEAD); the answer goes to the job's machine.
     func probeSize(of id: String) {
         guard let job = machines[id]?.job else { return }
         Task {
-            let size = await fetcher.size(of: job.url, credentials: await credentials(for: job), allowInsecureAuth: job.allowInsecureAuth)
+            let lease = await self.proxyLease(for: job)
+            let size = await fetcher.size(of: job.url, credentials: await credentials(for: job), allowInsecureAuth: job.allowInsecureAuth,
+                                          via: lease)
+            fetcher.release(lease)
             self.feed(.sizeProbed(size), to: id)
         }
     }

@@ -117,6 +117,8 @@ extension TransferScheduler {
 
     /// Stores a new job (running `undo` when that fails) and starts following it.
     private func enqueue(_ job: Job, undo: () async -> Void = {}) async throws(ProtocolError) -> Job {
+        var job = job
+        job.viaProxy = proxy(for: job)?.description
         do {
             try store.save(job)
         } catch {

@@ -19,6 +19,8 @@ actor TransferScheduler: FetchObserver {
         var eventIntervalSeconds = 0.25
         /// The netrc credentials come from; nil: none.
         var netrcPath: String?
+        /// The instance's proxies (`[downloads] proxy`, else its environment); nil: none.
+        var proxies: ProxySettings?
         /// Jobs one user may hold (finished ones included), and the service as a whole.
         var maximumJobsPerUser = 1000
         var maximumJobs = 10000
@@ -107,7 +109,8 @@ actor TransferScheduler: FetchObserver {
         if let behind = checkClock(at: .now()) {
             logger.warning("the wall clock reads before the job table's last change (\(behind)): jobs with times wait until it is set")
         }
-        for job in stored {
+        for var job in stored {
+            job.viaProxy = proxy(for: job)?.description
             var machine = JobMachine(job, rules: settings.rules)
             let partialSize = job.state.isTerminal ? 0 : await PartialFile.size(of: job, files: files)
             _ = machine.handle(.recovered(partialSize: partialSize), at: moment())
@@ -131,9 +134,17 @@ actor TransferScheduler: FetchObserver {
         if jobHosts.record(changed) { reschedule() }
     }
 
-    /// Watches the job's host, once for all the jobs that need it.
+    /// How the job's requests choose their proxy.
+    func proxies(of job: Job) -> JobProxy { JobProxy(asked: job.proxy, instance: settings.proxies) }
+
+    /// The proxy the job's requests go through; nil: straight to the server.
+    func proxy(for job: Job) -> ProxyServer? { proxies(of: job).proxy(for: job.url) }
+
+    /// Watches the host whose route decides the job (the proxy's, when it goes through one), once for all the jobs
+    /// that need it.
     func watchHost(of job: Job) {
-        guard let host = try? TransferURL(job.url).host, jobHosts.add(job: job.id, host: host) else { return }
+        guard let host = proxies(of: job).gatingHost(for: job.url),
+              jobHosts.add(job: job.id, host: host) else { return }
         hostWatches[host] = Task { self.hostVerdictsChanged(await hosts.watch([host])) }
     }
 
@@ -235,7 +246,7 @@ actor TransferScheduler: FetchObserver {
 
     /// The job's host and its verdict as last heard, with the facts its constraints weigh.
     func route(of job: Job) -> JobRoute {
-        let host = jobHosts.host(of: job.id) ?? ((try? TransferURL(job.url).host) ?? "?")
+        let host = jobHosts.host(of: job.id) ?? proxies(of: job).gatingHost(for: job.url) ?? "?"
         let verdict = jobHosts.verdict(forHost: host)?.verdict
         return JobRoute(host: host, verdict: verdict, facts: facts(for: job, verdict: verdict))
     }

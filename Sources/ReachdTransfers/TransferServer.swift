@@ -175,7 +175,7 @@ actor TransferSession {
         case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh, .remove, .clean:
             return try await scheduler.answer(request, owner: owner)
         case .fetch:
-            return .fetched(id: request.id, result: try await cache.fetch(request.fetch ?? "", owner: owner))
+            return .fetched(id: request.id, result: try await cache.fetch(request.fetch ?? "", owner: owner, proxy: request.fetchProxy))
         case .watch:
             if let watcher { await scheduler.removeWatcher(watcher) }
             let channel = self.channel

@@ -82,6 +82,7 @@ public enum TransferService {
         settings.gate = TransferGate(meteredThreshold: options.configuration.meteredThreshold)
         settings.concurrency = options.configuration.transferConcurrency
         settings.netrcPath = netrc
+        settings.proxies = try InstanceProxies.settings(configuration: options.configuration, logger: logger)
         settings.maximumJobsPerUser = options.configuration.maximumJobsPerUser
         settings.maximumJobs = options.configuration.maximumJobs
         settings.keepFinishedSeconds = options.configuration.keepFinishedSeconds
@@ -112,7 +113,7 @@ public enum TransferService {
             directory: options.cacheDirectory, shared: shared,
             limits: CacheEviction.Limits(capacity: options.configuration.cacheCapacity, entries: options.configuration.cacheMaximumEntries,
                                          entriesPerUser: options.configuration.cacheMaximumEntriesPerUser),
-            threshold: options.configuration.meteredThreshold, metrics: metrics, logger: logger
+            threshold: options.configuration.meteredThreshold, proxies: settings.proxies, metrics: metrics, logger: logger
         )
         services.add(started: try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger))
         if let metrics, let address = options.configuration.transfersMetricsListen {

@@ -44,6 +44,7 @@ extension Reachctl.Download {
         @Option(help: "Keep the file fresh: check the server this often (e.g. 90s, 15m, 6h, 2d) with a conditional request.")
         var refreshEvery: String?
         @OptionGroup(title: "Constraints") var constraints: ConstraintOptions
+        @OptionGroup(title: "Proxy") var proxy: ProxyOption
 
         private var json: Bool { printing.json }
 
@@ -63,6 +64,7 @@ extension Reachctl.Download {
                                     sha256: sha256?.lowercased(), refreshSeconds: refreshEvery.flatMap(RefreshInterval.seconds),
                                     allowInsecureAuth: allowInsecureAuth)
             spec.constraints = try constraints.constraints()
+            spec.proxy = try proxy.asked(for: spec.url)
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)

@@ -27,6 +27,7 @@ extension Reachctl {
         @OptionGroup(visibility: .private) var unused: ConnectionOptions
         @Argument(help: "http:// or https:// URL.") var url: String
         @Option(help: "Where the body goes; - (the default) is standard output.", completion: .file()) var output: String = "-"
+        @OptionGroup(title: "Proxy") var proxy: ProxyOption
 
         /// --json: the metadata (source, reason, age, status, size) as one JSON line on stderr.
         private var json: Bool { printing.json }
@@ -34,10 +35,12 @@ extension Reachctl {
         func validate() throws { try unused.refuse() }
 
         func run() throws {
+            var request = TransferRequest(op: .fetch, fetch: url)
+            request.fetchProxy = try proxy.asked(for: url)
             let client = transfers.connect()
             let reply: TransferReply
             do {
-                reply = try client.call(TransferRequest(op: .fetch, fetch: url), timeout: 300)
+                reply = try client.call(request, timeout: 300)
             } catch {
                 if case .refused(let refusal) = error.failure, refusal.code == .unavailable {
                     writeAll(2, "reachctl: \(refusal.message.terminalSafe)\n")

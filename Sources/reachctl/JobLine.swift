@@ -22,10 +22,10 @@ func formatted(_ value: Double, digits: Int) -> String {
     return "\(whole)." + String(repeating: "0", count: max(0, digits - text.count)) + text
 }
 
-/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)  {constraints}`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL  [status]`;
-/// terminal-safe (paths, URLs and reasons come from other users and servers).
+/// `ID  STATE  RECEIVED/TOTAL  OUTPUT  (reason)  {constraints}  via proxy P`; uploads: `ID  upload STATE  SENT/TOTAL  FILE -> URL
+/// [status]`; terminal-safe (paths, URLs and reasons come from other users and servers).
 func humanLine(_ job: Job) -> String {
-    let constraints = job.constraints.isEmpty ? "" : "  {\(job.constraints.summary)}"
+    let constraints = (job.constraints.isEmpty ? "" : "  {\(job.constraints.summary)}") + (job.viaProxy.map { "  via proxy \($0)" } ?? "")
     if job.isUpload {
         let total = job.bytesTotal.map(byteCount) ?? "?"
         let status = job.upload?.answer.map { "  [\($0.status)]" } ?? ""

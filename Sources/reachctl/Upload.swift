@@ -42,6 +42,7 @@ extension Reachctl.Upload {
         @Flag(help: "Send netrc credentials over plain http too (they are readable on the way).") var allowInsecureAuth = false
         @Option(help: "low, normal or high.", completion: .list(Priority.allCases.map(\.rawValue))) var priority: String = "normal"
         @OptionGroup(title: "Constraints") var constraints: ConstraintOptions
+        @OptionGroup(title: "Proxy") var proxy: ProxyOption
 
         private var json: Bool { output.json }
 
@@ -63,6 +64,7 @@ extension Reachctl.Upload {
                                   fileField: fileField, allowMetered: allowMetered, priority: Priority(rawValue: priority) ?? .normal,
                                   allowInsecureAuth: allowInsecureAuth)
             spec.constraints = try constraints.constraints()
+            spec.proxy = try proxy.asked(for: spec.url)
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)

@@ -43,6 +43,7 @@ final class NetLab {
     func tearDown() {
         stopDaemon()
         try? FileManager.default.removeItem(atPath: "/etc/netns/\(host)")
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(peer)")
         _ = try? run("ip netns del \(host)")
         _ = try? run("ip netns del \(peer)")
         try? FileManager.default.removeItem(atPath: directory)
@@ -126,6 +127,14 @@ final class NetLab {
         let text = entries.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: "\n") + "\n"
         try ("127.0.0.1 localhost\n" + text).write(toFile: dir + "/hosts", atomically: true, encoding: .utf8)
         try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".write(toFile: dir + "/resolv.conf", atomically: true, encoding: .utf8)
+    }
+
+    /// `/etc/netns/PEER/hosts`: the names the peer namespace's servers (a proxy) resolve.
+    func peerHostsFile(_ entries: [String: String]) throws {
+        let dir = "/etc/netns/\(peer)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let text = entries.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: "\n") + "\n"
+        try ("127.0.0.1 localhost\n" + text).write(toFile: dir + "/hosts", atomically: true, encoding: .utf8)
     }
 
     /// Makes `zone` (a name under /usr/share/zoneinfo) the local zone of what runs in the host namespace from now

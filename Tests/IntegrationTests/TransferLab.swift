@@ -187,6 +187,23 @@ final class TransferLab {
         }
     }
 
+    /// Starts `command` in the peer namespace (a proxy); waits until `address`:`port` accepts connections.
+    func startPeerServer(_ command: [String], address: String, port: Int) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", lab.peer] + command
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        servers.append(process)
+        let deadline = Date().addingTimeInterval(30)
+        while (try? lab.run("ip netns exec \(lab.peer) bash -c 'exec 3<>/dev/tcp/\(address)/\(port)'")) == nil {
+            guard process.isRunning else { throw LabError("\(command[0]) exited (\(process.terminationStatus))") }
+            guard Date() < deadline else { throw LabError("\(command[0]) did not listen on \(address):\(port)") }
+            usleep(50_000)
+        }
+    }
+
     var nginxAccessLog: String { (try? String(contentsOfFile: lab.directory + "/nginx-access.log", encoding: .utf8)) ?? "" }
 
     func url(_ path: String) -> String { "http://mirror.test:\(port)/\(path)" }
@@ -267,7 +284,9 @@ final class TransferLab {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = args
-        var variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        var variables = ProcessInfo.processInfo.environment
+        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { variables[name] = nil }
+        variables.merge(environment) { _, new in new }
         variables["HOME"] = owner.home
         // The zone is the lab's `/etc/localtime` (`zoneFile`), never a TZ of the test's own.
         for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "TZ"] { variables[name] = nil }
@@ -322,17 +341,23 @@ final class TransferLab {
     func client() throws -> TransferClient { try TransferClient(path: socketPath) }
 
     /// `reachctl download ARGS` against the lab's service, optionally as another user (with their own groups, or `groups`).
-    func download(_ arguments: [String], user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, out: String, err: String) {
-        try reachctl(["download"] + arguments, user: user, groups: groups)
+    func download(_ arguments: [String], user: String? = nil, groups: [UInt32]? = nil,
+                  environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+        try reachctl(["download"] + arguments, user: user, groups: groups, environment: environment)
     }
 
-    /// `reachctl ARGS` against the lab's service, optionally as another user: exit status, stdout, stderr.
-    private func reachctl(_ arguments: [String], user: String?, groups: [UInt32]? = nil) throws -> (status: Int32, out: String, err: String) {
+    /// `reachctl ARGS` against the lab's service, optionally as another user, with the test's environment without its proxy
+    /// variables, and `environment`: exit status, stdout, stderr.
+    func reachctl(_ arguments: [String], user: String?, groups: [UInt32]? = nil,
+                  environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
         let command = (user.map { Self.asUser($0, groups: groups) } ?? []) + [NetLab.binary("reachctl")] + arguments
             + ["--transfers-socket", socketPath]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
+        var variables = ProcessInfo.processInfo.environment
+        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { variables[name] = nil }
+        process.environment = variables.merging(environment) { _, new in new }
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
@@ -344,7 +369,8 @@ final class TransferLab {
 
     /// `reachctl fetch URL` through the offline cache: exit status, the body's SHA-256 (of stdout), stderr.
     func fetch(_ url: String, user: String? = nil, groups: [UInt32]? = nil) throws -> (status: Int32, sum: String, err: String) {
-        let reachctl = "\(NetLab.binary("reachctl")) fetch '\(url)' --transfers-socket \(socketPath)"
+        let reachctl = "env -u http_proxy -u https_proxy -u HTTPS_PROXY -u all_proxy -u ALL_PROXY -u no_proxy -u NO_PROXY "
+            + "\(NetLab.binary("reachctl")) fetch '\(url)' --transfers-socket \(socketPath)"
         let command = (user.map { Self.asUser($0, groups: groups).joined(separator: " ") + " " } ?? "") + reachctl
         let out = lab.directory + "/fetch.out", err = lab.directory + "/fetch.err"
         let status = try lab.run("\(command) > \(out) 2> \(err); echo $?").trimmingCharacters(in: .whitespacesAndNewlines)

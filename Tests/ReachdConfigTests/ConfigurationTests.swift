@@ -65,6 +65,10 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(config.transferConcurrency, 5)
         XCTAssertEqual(defaults.readTimeoutSeconds, 30)
         XCTAssertEqual(try Configuration(toml: "[downloads]\nread_timeout_seconds = 2.5\n").readTimeoutSeconds, 2.5)
+        let proxied = try Configuration(toml: "[downloads]\nproxy = \"http://proxy:3128\"\nno_proxy = \"localhost,.lan\"\n")
+        XCTAssertEqual(proxied.transferProxy, "http://proxy:3128")
+        XCTAssertEqual(proxied.transferNoProxy, "localhost,.lan")
+        XCTAssertNil(defaults.transferProxy)
     }
 
     /// `[connections]` sets reachd's socket limits; unset, the daemon's own defaults apply.
@@ -142,6 +146,8 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nparallel = 2", "downloads: unknown key \"parallel\""),
             ("[downloads]\nnetrc = \"netrc\"", "downloads: \"netrc\" must be an absolute path"),
             ("[downloads]\nca_file = 3", "downloads: \"ca_file\" must be an absolute path"),
+            ("[downloads]\nproxy = 3128", "downloads: \"proxy\" must be a non-empty string"),
+            ("[downloads]\nno_proxy = \"\"", "downloads: \"no_proxy\" must be a non-empty string"),
             ("[metrics]\nlisten = \"9464\"", "metrics: \"listen\" must be HOST:PORT"),
             ("[metrics]\nport = 9464", "metrics: unknown key \"port\""),
             ("[metrics]\nlisten = \"127.0.0.1:9464\"\ntransfers_listen = \"127.0.0.1:9464\"", "must differ"),

@@ -45,6 +45,9 @@ final class TransferMessagesTests: XCTestCase {
             (#""list""#, .badRequest, "a request must be a JSON object", nil, #line),
             ("null", .badRequest, "a request must be a JSON object", nil, #line),
             (#"{"op":"list","id":1.5}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
+            ("{\(add),\"proxy\":\"https://u:pw@p\"}", .badRequest, #""proxy": invalid proxy URL: TLS to the proxy itself (https://) is not supported; https origins go through an http:// proxy with CONNECT"#, nil, #line),
+            ("{\(add),\"proxy\":7}", .badRequest, #""proxy" must be "none" or a proxy URL"#, nil, #line),
+            (#"{"op":"fetch","url":"http://h/x","proxy":"socks4://p"}"#, .badRequest, #""proxy": invalid proxy URL: SOCKS4 is not supported; use socks5:// or socks5h://"#, nil, #line),
             (#"{"op":"list","id":true}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
             (#"{"op":"list","id":{}}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
             (#"{"op":"list","id":1e16}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
@@ -134,6 +137,11 @@ final class TransferMessagesTests: XCTestCase {
                 file: "/srv/ü.bin", url: "https://up.test/x", method: .post, fields: [FormField(name: "a", value: "\"b\"\r\n")],
                 fileField: "payload", allowMetered: true, priority: .low, allowInsecureAuth: true)),
             TransferRequest(op: .fetch, id: .number(4), fetch: "http://m.test/a?b=\"c\""),
+            TransferRequest(op: .fetch, fetch: "http://m.test/", fetchProxy: "none"),
+            { var spec = DownloadSpec(url: "http://h/x", output: "/x"); spec.proxy = "http://u:p%40ss@proxy:3128"
+              return TransferRequest(op: .add, download: spec) }(),
+            { var spec = UploadSpec(file: "/f", url: "http://h/x"); spec.proxy = "socks5h://gate:1080"
+              return TransferRequest(op: .upload, upload: spec) }(),
         ] + TransferRequest.Operation.allCases.filter { ![.add, .upload, .fetch].contains($0) }.map { TransferRequest(op: $0, job: "f00") }
         for request in requests {
             let line = request.encodedLine()

@@ -1,0 +1,190 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import ReachdTransferModel
+import Synchronization
+
+/// The two clients of one way out: one that follows redirects, one that follows none.
+struct ClientPair: Sendable {
+    let following: HTTPClient
+    let notFollowing: HTTPClient
+
+    func shutdown() async {
+        try? await following.shutdown()
+        try? await notFollowing.shutdown()
+    }
+}
+
+/// The proxies one attempt (or one cache fetch) may use, with their credentials and, for tunnels (`CONNECT`, SOCKS),
+/// clients of their own, held from `Fetcher.lease` until `Fetcher.release`.
+struct ProxyLease: Sendable {
+    struct Route: Sendable {
+        /// The proxy as it is named to users: without credentials.
+        let name: String
+        let server: ProxyServer
+        /// Sent to the proxy only: `Proxy-Authorization` on forwarded requests, on the `CONNECT` of tunnels.
+        let credentials: Credentials?
+        /// The tunnels' clients (https through an http proxy, anything through SOCKS).
+        let tunnel: ClientPair
+    }
+
+    let proxies: JobProxy
+    let routes: [ProxyServer: Route]
+
+    /// Straight to the server, whatever the instance's settings.
+    static let direct = ProxyLease(proxies: JobProxy(asked: JobProxy.none, instance: nil), routes: [:])
+}
+
+/// Tunnels' clients, one pair per proxy (with its credentials) in use, shut down once no lease holds them.
+final class TunnelClients: Sendable {
+    private struct Held {
+        var clients: ClientPair
+        var leases: Int
+    }
+
+    private let held = Mutex<[ProxyServer: Held]>([:])
+    private let make: @Sendable (ProxyServer, Credentials?) -> ClientPair
+
+    init(make: @escaping @Sendable (ProxyServer, Credentials?) -> ClientPair) {
+        self.make = make
+    }
+
+    /// `server`'s pair (with `credentials`), counted as held once more.
+    func acquire(_ server: ProxyServer, credentials: Credentials?) -> ClientPair {
+        var key = server
+        (key.login, key.password) = Self.keyed(credentials)
+        return held.withLock { held in
+            if let entry = held[key] {
+                held[key]?.leases += 1
+                return entry.clients
+            }
+            let clients = make(server, credentials)
+            held[key] = Held(clients: clients, leases: 1)
+            return clients
+        }
+    }
+
+    /// Ends one hold of `server`'s pair; the last one shuts it down.
+    func release(_ server: ProxyServer, credentials: Credentials?) {
+        var key = server
+        (key.login, key.password) = Self.keyed(credentials)
+        let unused: ClientPair? = held.withLock { held in
+            guard let entry = held[key] else { return nil }
+            guard entry.leases <= 1 else {
+                held[key]?.leases -= 1
+                return nil
+            }
+            held[key] = nil
+            return entry.clients
+        }
+        if let unused { Task { await unused.shutdown() } }
+    }
+
+    func shutdown() async {
+        let all = held.withLock { held in
+            defer { held = [:] }
+            return held.values.map(\.clients)
+        }
+        for clients in all { await clients.shutdown() }
+    }
+
+    private static func keyed(_ credentials: Credentials?) -> (String?, String?) {
+        switch credentials {
+        case .basic(let login, let password)?: (login, password)
+        case .bearer(let token)?: ("\u{0}bearer", token)
+        case nil: (nil, nil)
+        }
+    }
+}
+
+/// Rewrites a request's target to the absolute form (`http://host:port/path`, RFC 9112 §3.2.2) that a proxy forwarding
+/// plain http expects, from its `Host` field: the connection goes to the proxy, the request names the origin.
+final class AbsoluteFormTarget: ChannelOutboundHandler, RemovableChannelHandler, Sendable {
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .head(var head) = unwrapOutboundIn(data), head.uri.hasPrefix("/"), let host = head.headers.first(name: "Host") else {
+            context.write(data, promise: promise)
+            return
+        }
+        head.uri = "http://" + host + head.uri
+        context.write(wrapOutboundOut(.head(head)), promise: promise)
+    }
+
+    /// Puts the rewriter between async-http-client's request encoder and its handler.
+    static func install(on channel: any Channel) -> EventLoopFuture<Void> {
+        channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            let encoder = try pipeline.context(handlerType: HTTPRequestEncoder.self)
+            try pipeline.addHandler(AbsoluteFormTarget(), position: .after(encoder.handler))
+        }
+    }
+}
+
+extension Fetcher {
+    /// How one request leaves: the clients that send it, and the proxy it goes through (nil: straight to the server).
+    struct Way {
+        let clients: ClientPair
+        let route: ProxyLease.Route?
+        /// Plain http through an http proxy: sent to the proxy with an absolute-form target.
+        let forwards: Bool
+    }
+
+    /// The proxies `proxies` may send a request through, with credentials (the proxy URL's, else `netrc`'s entry
+    /// for the proxy's host) and tunnels' clients; release it with `release`.
+    func lease(_ proxies: JobProxy, netrc: (String) async -> Credentials?) async -> ProxyLease {
+        var servers: [ProxyServer] = []
+        if let asked = proxies.asked {
+            if let server = try? ProxyServer(asked), asked != JobProxy.none { servers = [server] }
+        } else if let instance = proxies.instance {
+            servers = [instance.http, instance.https].compactMap { $0 }
+        }
+        var routes: [ProxyServer: ProxyLease.Route] = [:]
+        for server in servers where routes[server] == nil {
+            let credentials = server.kind.isSOCKS ? nil : server.credentials(or: server.login == nil ? await netrc(server.host) : nil)
+            routes[server] = ProxyLease.Route(name: server.description, server: server, credentials: credentials,
+                                              tunnel: tunnels.acquire(server, credentials: credentials))
+        }
+        return ProxyLease(proxies: proxies, routes: routes)
+    }
+
+    func release(_ lease: ProxyLease) {
+        for route in lease.routes.values { tunnels.release(route.server, credentials: route.credentials) }
+    }
+
+    /// The way a request to `url` leaves under `lease`.
+    func way(for url: String, under lease: ProxyLease) -> Way {
+        guard let server = lease.proxies.proxy(for: url), let route = lease.routes[server] else {
+            return Way(clients: direct, route: nil, forwards: false)
+        }
+        if server.kind == .http, url.lowercased().hasPrefix("http:") { return Way(clients: forwarding, route: route, forwards: true) }
+        return Way(clients: route.tunnel, route: route, forwards: false)
+    }
+
+    /// `request` as `way` sends it: a forwarded one goes to the proxy, naming the origin in `Host` (which the
+    /// target's rewriter reads) and carrying the proxy's credentials.
+    static func prepared(_ request: HTTPClientRequest, for way: Way) -> HTTPClientRequest {
+        guard way.forwards, let route = way.route, let origin = try? TransferURL(request.url) else { return request }
+        var request = request
+        let afterScheme = request.url[request.url.index(request.url.startIndex, offsetBy: 7)...]
+        let pathAndQuery = afterScheme.drop { $0 != "/" && $0 != "?" }.prefix { $0 != "#" }
+        let host = origin.host.contains(":") ? "[\(origin.host)]" : origin.host
+        let proxyHost = route.server.host.contains(":") ? "[\(route.server.host)]" : route.server.host
+        request.url = "http://\(proxyHost):\(route.server.port)" + (pathAndQuery.hasPrefix("/") ? "" : "/") + pathAndQuery
+        request.headers.replaceOrAdd(name: "Host", value: host + (origin.port.map { ":\($0)" } ?? ""))
+        if let credentials = route.credentials { request.headers.replaceOrAdd(name: "Proxy-Authorization", value: credentials.authorization) }
+        return request
+    }
+
+    /// async-http-client's proxy for a tunnel through `server` with `credentials`.
+    static func tunnelProxy(_ server: ProxyServer, credentials: Credentials?) -> HTTPClient.Configuration.Proxy {
+        guard server.kind == .http else { return .socksServer(host: server.host, port: server.port) }
+        let authorization: HTTPClient.Authorization? = switch credentials {
+        case .basic(let login, let password)?: .basic(username: login, password: password)
+        case .bearer(let token)?: .bearer(tokens: token)
+        case nil: nil
+        }
+        return .server(host: server.host, port: server.port, authorization: authorization)
+    }
+}
