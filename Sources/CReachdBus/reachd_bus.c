@@ -87,6 +87,8 @@ static const sd_bus_vtable transfers_vtable[] = {
     SD_BUS_METHOD_WITH_NAMES("Resume", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_NAMES("Cancel", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_NAMES("Refresh", "s", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(job), transfers_method, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Limit", "ss", SD_BUS_PARAM(id) SD_BUS_PARAM(rate), "a{sv}", SD_BUS_PARAM(job), transfers_method,
+                             SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL_WITH_NAMES("JobChanged", "sustx", SD_BUS_PARAM(id) SD_BUS_PARAM(uid) SD_BUS_PARAM(state)
                              SD_BUS_PARAM(bytes_received) SD_BUS_PARAM(bytes_total), 0),
     SD_BUS_VTABLE_END

@@ -33,6 +33,10 @@ public struct Configuration: Hashable, Sendable {
     /// (checked by reachd-transfers at start: the proxy's syntax is the transfers' own).
     public var transferProxy: String?
     public var transferNoProxy: String?
+    /// `[downloads] max_rate` and `metered_max_rate`: bytes per second all the instance's transfers together may
+    /// move, and those on metered routes; nil: no cap.
+    public var transferMaximumRate: Int64?
+    public var meteredTransferMaximumRate: Int64?
     /// `[downloads] read_timeout_seconds`: a server that sends nothing for this long loses the connection
     /// (the attempt is retried later).
     public var readTimeoutSeconds: Double = 30
@@ -119,8 +123,16 @@ extension Configuration {
         if let value = table["downloads"] {
             guard let section = value.table else { throw ConfigurationError("\"downloads\" must be a table: write [downloads]") }
             for key in section.keys where !["metered_threshold", "concurrency", "netrc", "ca_file", "read_timeout_seconds",
-                                        "max_jobs_per_user", "max_jobs", "keep_finished_seconds", "proxy", "no_proxy"].contains(key) {
-                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, keep_finished_seconds, max_jobs, max_jobs_per_user, metered_threshold, netrc, no_proxy, proxy, read_timeout_seconds)")
+                                        "max_jobs_per_user", "max_jobs", "keep_finished_seconds", "proxy", "no_proxy", "max_rate", "metered_max_rate"].contains(key) {
+                throw ConfigurationError("downloads: unknown key \"\(key)\" (known: ca_file, concurrency, keep_finished_seconds, max_jobs, max_jobs_per_user, max_rate, metered_max_rate, metered_threshold, netrc, no_proxy, proxy, read_timeout_seconds)")
+            }
+            for (key, value) in [("max_rate", section["max_rate"]), ("metered_max_rate", section["metered_max_rate"])] {
+                guard let value else { continue }
+                guard let rate = value.integer.flatMap({ (ByteRate.minimum...ByteRate.maximum).contains($0) ? $0 : nil })
+                        ?? value.string.flatMap(ByteRate.bytesPerSecond) else {
+                    throw ConfigurationError("downloads: \"\(key)\" must be bytes per second, a number or a string like \"500k\" or \"2M\" (1024 to 1099511627776)")
+                }
+                if key == "max_rate" { transferMaximumRate = rate } else { meteredTransferMaximumRate = rate }
             }
             for (key, value) in [("proxy", section["proxy"]), ("no_proxy", section["no_proxy"])] {
                 guard let value else { continue }

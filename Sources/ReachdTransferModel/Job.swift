@@ -58,6 +58,8 @@ public struct UploadSpec: Hashable, Sendable {
     public var constraints = JobConstraints()
     /// The job's own proxy (`Job.proxy`).
     public var proxy: String?
+    /// The job's own rate cap (`Job.maxRate`).
+    public var maxRate: Int64?
 
     public init(file: String, url: String, method: UploadMethod = .put, fields: [FormField] = [], fileField: String = "file",
                 allowMetered: Bool = false, priority: Priority = .normal, allowInsecureAuth: Bool = false) {
@@ -106,6 +108,8 @@ public struct DownloadSpec: Hashable, Sendable, Codable {
     public var constraints = JobConstraints()
     /// The job's own proxy (`Job.proxy`).
     public var proxy: String?
+    /// The job's own rate cap (`Job.maxRate`).
+    public var maxRate: Int64?
 
     public init(url: String, output: String, allowMetered: Bool = false, priority: Priority = .normal, sha256: String? = nil,
                 refreshSeconds: Int64? = nil, allowInsecureAuth: Bool = false) {
@@ -190,6 +194,8 @@ public struct Job: Hashable, Sendable {
     public var proxy: String?
     /// The proxy the job's requests go through now, without credentials, as clients see it; set by the scheduler.
     public var viaProxy: String?
+    /// The job's own cap in bytes per second (`ByteRate`), beside the instance's; nil: none. Changeable while it runs.
+    public var maxRate: Int64?
     public var owner: Owner
     /// Size of the whole file, nil while unknown.
     public var bytesTotal: Int64?
@@ -231,6 +237,7 @@ public struct Job: Hashable, Sendable {
                   priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth, constraints: spec.constraints, owner: owner,
                   created: created)
         proxy = spec.proxy
+        maxRate = spec.maxRate
     }
 
     /// An upload of `spec.file`.
@@ -239,6 +246,7 @@ public struct Job: Hashable, Sendable {
                   priority: spec.priority, allowInsecureAuth: spec.allowInsecureAuth, constraints: spec.constraints, owner: owner,
                   created: created)
         proxy = spec.proxy
+        maxRate = spec.maxRate
     }
 
     /// The download's part, nil for an upload.

@@ -7,6 +7,8 @@ public enum JobEvent: Sendable {
     case pause
     case resume
     case refresh
+    /// The owner changed the job's own rate cap (bytes per second; nil: none), also while it runs.
+    case capRate(Int64?)
     case cancel
     /// The owner asks to drop a finished job.
     case remove

@@ -68,6 +68,10 @@ public struct JobMachine: Sendable {
         case .pause: pause()
         case .resume: resume()
         case .refresh: refresh()
+        case .capRate(let rate):
+            var next = job
+            next.maxRate = rate
+            update(next)
         case .cancel: cancel()
         case .remove: remove()
         case .shutdown: stop(.deferral("deferred: reachd-transfers stopped"))

@@ -1,6 +1,6 @@
 /// A proxy server as a proxy URL names it, in curl's syntax: `http://[user:password@]host[:port]`,
-/// `socks5://…` (the name resolved here) or `socks5h://…` (resolved by the proxy); a bare `host[:port]` is an
-/// http proxy. The port defaults to 1080, as curl's does. Credentials are percent-decoded; they go to the proxy
+/// `socks5://…` or `socks5h://…` (both hand the proxy the host name to resolve: async-http-client's SOCKS client
+/// does); a bare `host[:port]` is an http proxy. The port defaults to 1080, as curl's does. Credentials are percent-decoded; they go to the proxy
 /// only, and `description` never shows them.
 public struct ProxyServer: Hashable, Sendable, CustomStringConvertible {
     public enum Kind: String, Hashable, Sendable {

@@ -14,21 +14,26 @@ public struct ProxySettings: Hashable, Sendable {
         self.noProxy = noProxy
     }
 
-    /// The environment's settings; nil when it names no proxy. An unparsable proxy URL is an error that names the
-    /// variable (never its value: it may hold a password).
-    public static func environment(_ variables: [String: String]) throws(ProxyServer.Invalid) -> ProxySettings? {
-        func server(_ names: String...) throws(ProxyServer.Invalid) -> ProxyServer? {
+    /// The environment's settings (nil when it names no usable proxy), and per scheme (`http`, `https`) the error of
+    /// the variable that decides it when it cannot be used, naming the variable (never its value: it may hold a
+    /// password). A scheme whose variable cannot be used has no proxy in the settings: the caller refuses its URLs.
+    public static func environment(_ variables: [String: String]) -> (settings: ProxySettings?, unusable: [String: ProxyServer.Invalid]) {
+        var unusable: [String: ProxyServer.Invalid] = [:]
+        func server(for scheme: String, _ names: [String]) -> ProxyServer? {
             for name in names {
                 guard let value = variables[name], !value.isEmpty else { continue }
-                do { return try ProxyServer(value) } catch { throw ProxyServer.Invalid(description: "\(name): \(error)") }
+                do { return try ProxyServer(value) } catch {
+                    unusable[scheme] = ProxyServer.Invalid(description: "\(name): \(error)")
+                    return nil
+                }
             }
             return nil
         }
-        let all = try server("all_proxy", "ALL_PROXY")
-        let http = try server("http_proxy") ?? all
-        let https = try server("https_proxy", "HTTPS_PROXY") ?? all
-        guard http != nil || https != nil else { return nil }
-        return ProxySettings(http: http, https: https, noProxy: NoProxyList(variables["no_proxy"] ?? variables["NO_PROXY"] ?? ""))
+        let http = server(for: "http", ["http_proxy", "all_proxy", "ALL_PROXY"])
+        let https = server(for: "https", ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"])
+        guard http != nil || https != nil else { return (nil, unusable) }
+        let noProxy = NoProxyList(variables["no_proxy"] ?? variables["NO_PROXY"] ?? "")
+        return (ProxySettings(http: http, https: https, noProxy: noProxy), unusable)
     }
 
     /// The proxy for `url`; nil: straight to the origin.
@@ -39,8 +44,8 @@ public struct ProxySettings: Hashable, Sendable {
 }
 
 /// `no_proxy`, as curl reads it: comma- (or space-) separated entries; `*` alone matches every host; a name matches
-/// itself and every name below it (a leading dot is ignored); an IP address matches itself, `ADDRESS/BITS` its
-/// network (for IP literal hosts only, as curl resolves nothing here).
+/// itself and every name below it (a leading dot, and trailing dots, are ignored); an IP address matches itself,
+/// `ADDRESS/BITS` its network (for IP literal hosts only, as curl resolves nothing here).
 public struct NoProxyList: Hashable, Sendable {
     public private(set) var matchesEverything = false
     public private(set) var names: [String] = []
@@ -63,9 +68,11 @@ public struct NoProxyList: Hashable, Sendable {
     /// Reads at most 256 entries; entries that are neither a name nor an address are skipped, as curl does.
     public init(_ text: String) {
         let entries = text.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }).prefix(256)
+        // As curl: `*` counts only alone; in a list it is an entry that matches nothing.
+        if entries.count == 1, entries[0] == "*" { matchesEverything = true }
         for entry in entries {
-            let item = entry.lowercased()
-            if item == "*" { matchesEverything = true; continue }
+            var item = entry.lowercased()
+            while item.hasSuffix(".") { item.removeLast() }
             var bare = Substring(item)
             var bits: Int?
             if let slash = bare.firstIndex(of: "/") {
@@ -88,7 +95,8 @@ public struct NoProxyList: Hashable, Sendable {
     /// Whether requests to `host` (a name, or an IP literal without brackets) skip the proxy.
     public func excludes(host: String) -> Bool {
         if matchesEverything { return true }
-        let host = host.lowercased()
+        var host = host.lowercased()
+        while host.hasSuffix(".") { host.removeLast() }
         if let address = IPAddress(host) { return networks.contains { $0.contains(address) } }
         return names.contains { host == $0 || host.hasSuffix("." + $0) }
     }
@@ -132,10 +140,7 @@ public struct JobProxy: Hashable, Sendable {
 
 /// What an http proxy that forwards a request answers about its credentials.
 public enum ProxyAnswer {
-    /// A 407, or a 401 that asks for the proxy's credentials (`Proxy-Authenticate` without `WWW-Authenticate`), as
-    /// tinyproxy answers forwarded requests.
-    public static func refusesCredentials(status: Int, headers: some Sequence<(name: String, value: String)>) -> Bool {
-        status == 407 || (status == 401 && headers.firstValue(named: "Proxy-Authenticate") != nil
-            && headers.firstValue(named: "WWW-Authenticate") == nil)
-    }
+    /// A 407 (RFC 9110 §15.5.8). A 401 is the server's: tinyproxy answers wrong credentials with one, which reads as
+    /// the server's refusal.
+    public static func refusesCredentials(status: Int) -> Bool { status == 407 }
 }

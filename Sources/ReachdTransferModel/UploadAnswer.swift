@@ -20,7 +20,7 @@ public struct UploadAnswer: Hashable, Sendable {
     public init(status: Int, headers: some Sequence<(name: String, value: String)>) {
         self.init(status: status, retryAfter: headers.firstValue(named: "Retry-After"), location: headers.firstValue(named: "Location"),
                   snippet: [])
-        proxyRefusedCredentials = ProxyAnswer.refusesCredentials(status: status, headers: headers)
+        proxyRefusedCredentials = ProxyAnswer.refusesCredentials(status: status)
     }
 
     /// Keeps what fits of the next part of the body; true once the snippet is full.

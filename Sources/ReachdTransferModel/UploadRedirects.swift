@@ -46,12 +46,12 @@ public struct UploadRedirects: Sendable {
 
 /// Where a redirect sends a request that keeps its method (GET, HEAD).
 public enum Redirect {
-    /// The target of a 301, 302, 303, 307 or 308 answer to a request sent to `url`: an http or https URL, `location`
-    /// resolved against `url`; nil for any other answer.
+    /// The target of a 301, 302, 303, 307 or 308 answer to a request sent to `url`: `location` resolved against
+    /// `url`, a URL a job could have (`TransferURL`: http or https, no credentials); nil for any other answer.
     public static func target(status: Int, location: String?, from url: String) -> String? {
         guard [301, 302, 303, 307, 308].contains(status), let location,
-              let target = URL(string: location, relativeTo: URL(string: url))?.absoluteURL,
-              let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
-        return target.absoluteString
+              let target = URL(string: location, relativeTo: URL(string: url))?.absoluteURL.absoluteString,
+              (try? TransferURL(target)) != nil else { return nil }
+        return target
     }
 }

@@ -9,7 +9,7 @@ import ReachdTransferModel
 /// A request to the transfer service (`reachd-transfers`), one JSON object per line (docs/transfers.md).
 public struct TransferRequest: Hashable, Sendable {
     public enum Operation: String, Hashable, Sendable, CaseIterable {
-        case add, upload, fetch, list, show, pause, resume, cancel, refresh, remove, clean, watch, ping
+        case add, upload, fetch, list, show, pause, resume, cancel, refresh, remove, clean, watch, ping, limit
     }
 
     public var op: Operation
@@ -24,6 +24,8 @@ public struct TransferRequest: Hashable, Sendable {
     public var fetch: String?
     /// The proxy `fetch` goes through: a proxy URL, or `none` (`JobProxy`); nil: the instance's.
     public var fetchProxy: String?
+    /// `limit`: the job's new cap in bytes per second; nil: none of its own.
+    public var maxRate: Int64?
 
     public init(op: Operation, id: RequestID? = nil, job: String? = nil, download: DownloadSpec? = nil, upload: UploadSpec? = nil,
                 fetch: String? = nil, fetchProxy: String? = nil) {
@@ -42,7 +44,7 @@ public struct TransferRequest: Hashable, Sendable {
 
 extension TransferRequest: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery, allowInsecureAuth
+        case op, id, job, url, output, allowMetered, priority, sha256, refreshEvery, allowInsecureAuth, maxRate
         case file, method, fields, fileField, constraints, proxy
     }
 
@@ -61,6 +63,7 @@ extension TransferRequest: Encodable {
             if download.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
             if !download.constraints.isEmpty { try c.encode(download.constraints, forKey: .constraints) }
             try c.encodeIfPresent(download.proxy, forKey: .proxy)
+            try c.encodeIfPresent(download.maxRate, forKey: .maxRate)
         }
         if let upload {
             try c.encode(upload.file, forKey: .file)
@@ -73,9 +76,11 @@ extension TransferRequest: Encodable {
             if upload.allowInsecureAuth { try c.encode(true, forKey: .allowInsecureAuth) }
             if !upload.constraints.isEmpty { try c.encode(upload.constraints, forKey: .constraints) }
             try c.encodeIfPresent(upload.proxy, forKey: .proxy)
+            try c.encodeIfPresent(upload.maxRate, forKey: .maxRate)
         }
         try c.encodeIfPresent(fetch, forKey: .url)
         try c.encodeIfPresent(fetchProxy, forKey: .proxy)
+        if op == .limit { try c.encode(maxRate, forKey: .maxRate) }
     }
 }
 
@@ -105,6 +110,17 @@ public enum TransferRequestParser {
             proxy = text
             return nil
         default: return "\"proxy\" must be \"none\" or a proxy URL"
+        }
+    }
+
+    /// `maxRate` (add, upload, limit): bytes per second within `TokenBucket.rates`, or null.
+    private static func readRate(_ fields: [String: JSONValue], into rate: inout Int64?) -> String? {
+        switch fields["maxRate"] {
+        case nil, .null?: return nil
+        case .number(let value)? where value == value.rounded() && (Double(TokenBucket.rates.lowerBound)...Double(TokenBucket.rates.upperBound)).contains(value):
+            rate = Int64(value)
+            return nil
+        default: return "\"maxRate\" must be a number of bytes per second from \(TokenBucket.rates.lowerBound) to \(TokenBucket.rates.upperBound), or null"
         }
     }
 
@@ -153,6 +169,10 @@ public enum TransferRequestParser {
         switch op {
         case .show, .pause, .resume, .cancel, .refresh, .remove:
             guard request.job != nil else { return bad("\(op.rawValue) needs \"job\"") }
+        case .limit:
+            guard request.job != nil else { return bad("limit needs \"job\"") }
+            guard fields["maxRate"] != nil else { return bad("limit needs \"maxRate\" (bytes per second, or null: none of its own)") }
+            if let refusal = readRate(fields, into: &request.maxRate) { return bad(refusal) }
         case .add:
             guard case .string(let url)? = fields["url"] else { return bad("add needs \"url\" as a string") }
             guard case .string(let output)? = fields["output"] else { return bad("add needs \"output\" as a string (an absolute path)") }
@@ -175,7 +195,7 @@ public enum TransferRequestParser {
             case .success(let constraints): spec.constraints = constraints
             case .failure(let refusal): return bad(refusal.message)
             }
-            if let refusal = readProxy(fields, into: &spec.proxy) { return bad(refusal) }
+            if let refusal = readProxy(fields, into: &spec.proxy) ?? readRate(fields, into: &spec.maxRate) { return bad(refusal) }
             request.download = spec
         case .upload:
             guard case .string(let url)? = fields["url"] else { return bad("upload needs \"url\" as a string") }
@@ -208,7 +228,7 @@ public enum TransferRequestParser {
             case .success(let constraints): spec.constraints = constraints
             case .failure(let refusal): return bad(refusal.message)
             }
-            if let refusal = readProxy(fields, into: &spec.proxy) { return bad(refusal) }
+            if let refusal = readProxy(fields, into: &spec.proxy) ?? readRate(fields, into: &spec.maxRate) { return bad(refusal) }
             request.upload = spec
         case .fetch:
             guard case .string(let url)? = fields["url"] else { return bad("fetch needs \"url\" as a string") }

@@ -19,7 +19,7 @@ extension Fetcher {
     /// Streams `body` into `file` from `start`, one batch written on a file thread while the next is received. Stops
     /// (after writing what arrived) when the task is cancelled, at once when the file would pass `limit` bytes.
     /// `progress` is told the bytes on disk every `Fetcher.progressBytes` and at the end.
-    func receive(_ body: HTTPClientResponse.Body, into file: PartialFile, at start: Int64, limit: Int64?,
+    func receive(_ body: HTTPClientResponse.Body, into file: PartialFile, at start: Int64, limit: Int64?, pacer: RatePacer? = nil,
                  progress: ((Int64) async -> Void)? = nil) async -> BodyEnd {
         var writer = PartialFileWriter(file: file, position: start)
         var batch: [ByteBuffer] = []
@@ -30,6 +30,8 @@ extension Fetcher {
             for try await chunk in body {
                 batch.append(chunk)
                 batchBytes += chunk.readableBytes
+                // Not reading holds the sender back: the socket's receive buffer fills and TCP's window closes.
+                await pacer?.take(chunk.readableBytes)
                 if let limit, writer.queuedEnd + Int64(batchBytes) > limit {
                     try? await writer.finish()
                     return .overLimit(limit)

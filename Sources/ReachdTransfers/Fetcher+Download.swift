@@ -19,7 +19,7 @@ extension Fetcher {
     /// Range/If-Range by `ResumePlan`, the body streamed to the file with backpressure, lengths checked.
     /// `credentials` (from netrc) go into `Authorization`, over https only unless the job allows plain http.
     func fetch(_ job: Job, into file: AttemptPartialFile, offset: Int64, credentials: Credentials?, via lease: ProxyLease,
-               observer: some FetchObserver) async -> FetchOutcome {
+               pacer: RatePacer?, observer: some FetchObserver) async -> FetchOutcome {
         let partial = job.download?.partial ?? Validators()
         let plan = ResumePlan.request(offset: offset, validators: partial, installed: job.isRefreshing ? job.download?.installed : nil)
         var request = Self.request(job.url)
@@ -55,21 +55,22 @@ extension Fetcher {
                 return .notAllowed(total: total)
             }
             await observer.started(jobID: job.id, offset: start, total: total, validators: validators)
-            return await download(response.body, into: file, at: start, total: total, jobID: job.id, observer: observer)
+            return await download(response.body, into: file, at: start, total: total, jobID: job.id, pacer: pacer, observer: observer)
         }
     }
 
     /// The body into the partial file from `start`, as the attempt's outcome: complete and flushed when it has
     /// `total` bytes (or ended without one announced).
     private func download(_ body: HTTPClientResponse.Body, into partial: AttemptPartialFile, at start: Int64, total: Int64?,
-                          jobID: String, observer: some FetchObserver) async -> FetchOutcome {
+                          jobID: String, pacer: RatePacer?, observer: some FetchObserver) async -> FetchOutcome {
         let file: PartialFile
         do {
             file = try await partial.created()
         } catch {
             return .failed(reason: "failed: \(error)")
         }
-        switch await receive(body, into: file, at: start, limit: total, progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
+        switch await receive(body, into: file, at: start, limit: total, pacer: pacer,
+                             progress: { await observer.progress(jobID: jobID, bytes: $0) }) {
         case .overLimit(let total):
             return .restart(reason: "server sent more than the \(total) bytes it announced")
         case .writeFailed(let error) where error.directoryNotAnswering != nil:

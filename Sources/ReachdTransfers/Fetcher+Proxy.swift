@@ -30,9 +30,11 @@ struct ProxyLease: Sendable {
 
     let proxies: JobProxy
     let routes: [ProxyServer: Route]
-
-    /// Straight to the server, whatever the instance's settings.
-    static let direct = ProxyLease(proxies: JobProxy(asked: JobProxy.none, instance: nil), routes: [:])
+    /// Why no request may go (the job's own proxy no longer reads as one); nil: they may.
+    var refusal: String?
+    /// Whether the server's credentials may go readable (plain http, allowed by the job) through the job's own proxy:
+    /// not on the system instance, whose netrc is lent to its clients, not given to them.
+    var plainCredentialsThroughOwnProxy = true
 }
 
 /// Tunnels' clients, one pair per proxy (with its credentials) in use, shut down once no lease holds them.
@@ -131,22 +133,28 @@ extension Fetcher {
         let forwards: Bool
     }
 
-    /// The proxies `proxies` may send a request through, with credentials (the proxy URL's, else `netrc`'s entry
-    /// for the proxy's host) and tunnels' clients; release it with `release`.
-    func lease(_ proxies: JobProxy, netrc: (String) async -> Credentials?) async -> ProxyLease {
+    /// The proxies `proxies` may send a request through, with credentials (the proxy URL's, else `netrc`'s entry for the
+    /// proxy's host: for the instance's proxies, and for a job's own only where `lendsNetrc`, i.e. a user's own
+    /// instance, whose netrc is the user's) and tunnels' clients; release it with `release`.
+    func lease(_ proxies: JobProxy, lendsNetrc: Bool, netrc: (String) async -> Credentials?) async -> ProxyLease {
         var servers: [ProxyServer] = []
-        if let asked = proxies.asked {
-            if let server = try? ProxyServer(asked), asked != JobProxy.none { servers = [server] }
-        } else if let instance = proxies.instance {
+        var refusal: String?
+        if let asked = proxies.asked, asked != JobProxy.none {
+            do { servers = [try ProxyServer(asked)] } catch { refusal = "failed: the job's proxy cannot be used (\(error))" }
+        } else if proxies.asked == nil, let instance = proxies.instance {
             servers = [instance.http, instance.https].compactMap { $0 }
         }
+        let ownProxy = proxies.asked != nil
         var routes: [ProxyServer: ProxyLease.Route] = [:]
         for server in servers where routes[server] == nil {
-            let credentials = server.kind.isSOCKS ? nil : server.credentials(or: server.login == nil ? await netrc(server.host) : nil)
+            let lent = server.login == nil && (!ownProxy || lendsNetrc) ? await netrc(server.host) : nil
+            let credentials = server.kind.isSOCKS ? nil : server.credentials(or: lent)
             routes[server] = ProxyLease.Route(name: server.description, server: server, credentials: credentials,
                                               tunnel: tunnels.acquire(server, credentials: credentials))
         }
-        return ProxyLease(proxies: proxies, routes: routes)
+        var lease = ProxyLease(proxies: proxies, routes: routes, refusal: refusal)
+        lease.plainCredentialsThroughOwnProxy = !ownProxy || lendsNetrc
+        return lease
     }
 
     func release(_ lease: ProxyLease) {

@@ -10,7 +10,8 @@ extension Fetcher {
     /// POST (its boundary drawn anew for each attempt); restarts from byte 0 each attempt. Over
     /// plain http the file goes to the socket with `sendfile` (`SendfileBody`), else it is streamed (`UploadBody`).
     /// Sent by the client that follows no redirects, an upload is redirected only as `UploadRedirects` decides.
-    func upload(_ job: Job, file: FileToSend, credentials: Credentials?, via lease: ProxyLease, observer: some FetchObserver) async -> FetchOutcome {
+    func upload(_ job: Job, file: FileToSend, credentials: Credentials?, via lease: ProxyLease, pacer: RatePacer?,
+                observer: some FetchObserver) async -> FetchOutcome {
         var generator = SystemRandomNumberGenerator()
         let id = job.id
         let form = job.upload?.form ?? .put
@@ -34,7 +35,7 @@ extension Fetcher {
                 let way = way(for: url, under: lease)
                 let eventLoop = way.clients.notFollowing.eventLoopGroup.next()
                 do {
-                    let body = try SendfileBody(prefix: prefix, file: file, suffix: suffix, eventLoop: eventLoop)
+                    let body = try SendfileBody(prefix: prefix, file: file, suffix: suffix, eventLoop: eventLoop, pacer: pacer)
                     // Progress as the socket takes the file, all of it reported before the outcome.
                     async let reported: Void = { for await sent in body.written { await progress(sent) } }()
                     result = await sendWithoutRedirects(request, body: body, credentials: credentials,
@@ -44,7 +45,7 @@ extension Fetcher {
                     result = .failure(Self.failure(of: error))
                 }
             } else {
-                let body = UploadBody(prefix: prefix, file: file, suffix: suffix, progress: progress)
+                let body = UploadBody(prefix: prefix, file: file, suffix: suffix, progress: progress, pacer: pacer)
                 request.body = .stream(body, length: .known(Int64(prefix.count) + file.size + Int64(suffix.count)))
                 switch await send(request, credentials: credentials, allowInsecureAuth: job.allowInsecureAuth, via: lease) {
                 case .failure(let error): result = .failure(error)

@@ -95,8 +95,9 @@ final class Fetcher: Sendable {
     }
 
     /// Sends `request` (with the credentials where `CredentialRule` lets them go) the way its URL goes under `lease`;
-    /// a failure is the job's outcome. Redirects are followed only where `CredentialRule.followsRedirects` allows:
-    /// by async-http-client, or here for requests an http proxy forwards (each hop goes the way its own URL goes).
+    /// a failure is the job's outcome. Redirects are followed only where `CredentialRule.followsRedirects` allows: by
+    /// async-http-client when no proxy is in play, else here, each hop the way its own URL goes (a target that is
+    /// not a URL a job could have ends the redirects: its answer is the request's).
     func send(_ request: HTTPClientRequest, credentials: Credentials?, allowInsecureAuth: Bool, via lease: ProxyLease,
               deadline: NIODeadline = .distantFuture) async -> Result<HTTPClientResponse, OutcomeError> {
         var sent: HTTPClientRequest
@@ -105,21 +106,28 @@ final class Fetcher: Sendable {
         case .success(let withCredentials): sent = withCredentials
         }
         let follows = CredentialRule.followsRedirects(credentials: credentials, hasBody: request.body != nil)
+        if let refusal = lease.refusal { return .failure(OutcomeError(.failed(reason: refusal))) }
+        // With a proxy in play, async-http-client follows nothing: it would take every hop the first one's way.
+        let followsHere = follows && !lease.routes.isEmpty
         var visited = [sent.url]
         while true {
             let way = way(for: sent.url, under: lease)
+            if way.route != nil, credentials != nil, !lease.plainCredentialsThroughOwnProxy, !sent.url.lowercased().hasPrefix("https:") {
+                return .failure(OutcomeError(.failed(reason: "failed: the netrc's credentials for this server do not go readable "
+                    + "through a proxy the job names (the system instance's netrc is lent, not given); use https")))
+            }
             let response: HTTPClientResponse
             do {
-                response = try await (follows && !way.forwards ? way.clients.following : way.clients.notFollowing)
+                response = try await (follows && !followsHere ? way.clients.following : way.clients.notFollowing)
                     .execute(Self.prepared(sent, for: way), deadline: deadline)
             } catch {
                 return .failure(Self.failure(of: error, via: way.route))
             }
-            if let route = way.route, way.forwards, ProxyAnswer.refusesCredentials(status: Int(response.status.code), headers: response.headers) {
+            if let route = way.route, way.forwards, ProxyAnswer.refusesCredentials(status: Int(response.status.code)) {
                 return .failure(OutcomeError(TransportFailure.proxyCredentials(proxy: route.name, sent: route.credentials != nil)
                     .outcome(cancelled: false)))
             }
-            guard follows, way.forwards,
+            guard followsHere,
                   let target = Redirect.target(status: Int(response.status.code), location: response.headers.first(name: "Location"),
                                                from: sent.url) else { return .success(response) }
             guard visited.count <= 5, !visited.contains(target) else {

@@ -6,10 +6,11 @@ import Glibc
 #endif
 
 /// The instance's proxies: `[downloads] proxy` and `no_proxy` when the configuration names a proxy, else the
-/// service's own environment, as curl reads it (a unit's `Environment=`, the user manager's environment).
+/// service's own environment, as curl reads it (a unit's `Environment=`, the user manager's environment);
+/// `proxy = "none"`: neither.
 enum InstanceProxies {
-    /// A proxy URL that cannot be used is an error at start, naming where it came from (never its text: it may
-    /// hold a password).
+    /// `[downloads] proxy` that cannot be used is an error at start (never quoting it: it may hold a password); a
+    /// variable of the environment that cannot be used is logged, and its scheme goes without.
     struct Invalid: Error, CustomStringConvertible {
         let description: String
     }
@@ -18,14 +19,21 @@ enum InstanceProxies {
 
     static func settings(configuration: Configuration, logger: Logger) throws -> ProxySettings? {
         let settings: ProxySettings?
-        if let text = configuration.transferProxy {
+        if configuration.transferProxy == JobProxy.none {
+            // Explicitly none: the service's environment does not count either.
+            settings = nil
+        } else if let text = configuration.transferProxy {
             let server: ProxyServer
             do { server = try ProxyServer(text) } catch { throw Invalid(description: "downloads: \"proxy\": \(error)") }
             settings = ProxySettings(http: server, https: server, noProxy: NoProxyList(configuration.transferNoProxy ?? ""))
         } else {
             var variables: [String: String] = [:]
             for name in environmentNames { if let value = getenv(name) { variables[name] = String(cString: value) } }
-            do { settings = try ProxySettings.environment(variables) } catch { throw Invalid(description: "the environment's \(error)") }
+            let (found, unusable) = ProxySettings.environment(variables)
+            settings = found
+            for (scheme, problem) in unusable.sorted(by: { $0.key < $1.key }) {
+                logger.error("the environment's \(problem): \(scheme) transfers go without a proxy of the environment's")
+            }
         }
         if let settings {
             let named = Set([settings.http, settings.https].compactMap { $0?.description }).sorted().joined(separator: ", ")

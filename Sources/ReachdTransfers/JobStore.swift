@@ -113,6 +113,9 @@ public final class JobStore: Sendable {
         migrator.registerMigration("v10: a job's own proxy") { db in
             try db.alter(table: "job") { t in t.add(column: "proxy", .text) }
         }
+        migrator.registerMigration("v11: a job's own rate cap") { db in
+            try db.alter(table: "job") { t in t.add(column: "maxRate", .integer) }
+        }
         return migrator
     }
 
@@ -160,8 +163,8 @@ public final class JobStore: Sendable {
                     INSERT OR REPLACE INTO job (id, sequence, url, output, state, priority, allowMetered, sha256, uid, gid, groups,
                       bytesReceived, bytesTotal, reason, etag, lastModified, attempts, retryAt, created, updated,
                       refreshSeconds, lastChecked, nextCheck, currentEtag, currentLastModified, allowInsecureAuth,
-                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong, constraints, proxy)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      kind, method, fields, fileField, responseStatus, responseBody, lastModifiedStrong, constraints, proxy, maxRate)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     job.id, job.sequence, job.url, job.file, job.state.rawValue, job.priority.rawValue, job.allowMetered,
@@ -171,7 +174,7 @@ public final class JobStore: Sendable {
                     download?.refreshSeconds, download?.lastChecked?.microseconds, download?.nextCheck?.microseconds,
                     download?.installed.etag, download?.installed.lastModified, job.allowInsecureAuth,
                     job.kind.name.rawValue, upload?.form.method.rawValue, Self.encode(upload?.form.fields ?? []), upload?.form.fileField,
-                    upload?.answer?.status, upload?.answer?.body, partial.lastModifiedIsStrong, Self.encode(job.constraints), job.proxy,
+                    upload?.answer?.status, upload?.answer?.body, partial.lastModifiedIsStrong, Self.encode(job.constraints), job.proxy, job.maxRate,
                 ]
             )
         }
@@ -230,6 +233,7 @@ public final class JobStore: Sendable {
         job.bytesTotal = row["bytesTotal"]
         job.reason = row["reason"]
         job.proxy = row["proxy"]
+        job.maxRate = row["maxRate"]
         job.attempts = row["attempts"]
         job.retryAt = (row["retryAt"] as Int64?).map(Timestamp.init(microseconds:))
         job.updated = Timestamp(microseconds: row["updated"])

@@ -134,7 +134,7 @@ actor OfflineCache {
         // A body larger than the whole cache cannot be kept: the capacity bounds what a server can make us write.
         let bound = min(limit ?? limits.capacity, limits.capacity)
         let source = self.credentials
-        let lease = await fetcher.lease(way) { await source.credentials(forHost: $0) }
+        let lease = await fetcher.lease(way, lendsNetrc: !shared) { await source.credentials(forHost: $0) }
         let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, file: body, credentials: credentials, via: lease)
         fetcher.release(lease)
         if case .stored = outcome {} else { await files.remove(temporary) }

@@ -28,6 +28,8 @@ final class SendfileBody: Sendable {
     private let regions: NIOFileHandle
     private let checks: Int32
     private let lifetime = Mutex<Lifetime>(Lifetime())
+    /// The caps the pieces are handed over under; nil: none.
+    private let pacer: RatePacer?
 
     /// The file is handed over in pieces of 4 MiB: each is one size check, one write through async-http-client
     /// and one progress report.
@@ -52,7 +54,7 @@ final class SendfileBody: Sendable {
 
     /// The body of `file` (`file.size` bytes) between `prefix` and `suffix`, sent through descriptors of its own.
     /// `requestEnded()` must be called when the request is over.
-    init(prefix: [UInt8], file: FileToSend, suffix: [UInt8], eventLoop: any EventLoop) throws {
+    init(prefix: [UInt8], file: FileToSend, suffix: [UInt8], eventLoop: any EventLoop, pacer: RatePacer? = nil) throws {
         let forRegions = dup(file.raw)
         guard forRegions >= 0 else { throw FileError("reading the file to upload") }
         let forChecks = dup(file.raw)
@@ -60,7 +62,7 @@ final class SendfileBody: Sendable {
             close(forRegions)
             throw FileError("reading the file to upload")
         }
-        (self.prefix, self.size, self.suffix, self.eventLoop) = (prefix, file.size, suffix, eventLoop)
+        (self.prefix, self.size, self.suffix, self.eventLoop, self.pacer) = (prefix, file.size, suffix, eventLoop, pacer)
         (written, writtenCounts) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         (regions, checks) = (NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: forRegions), forChecks)
     }
@@ -136,7 +138,8 @@ final class SendfileBody: Sendable {
         var offset: Int64 = 0
         var unwritten: [EventLoopFuture<Void>] = []
         while offset < size {
-            let count = Int(Swift.min(Int64(Self.pieceBytes), size - offset))
+            let count = Int(Swift.min(Int64(pacer?.pieceBytes(largest: Self.pieceBytes) ?? Self.pieceBytes), size - offset))
+            await pacer?.take(count)
             if unwritten.count == 2 {
                 try await unwritten.removeFirst().get()
             }

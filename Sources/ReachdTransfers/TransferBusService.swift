@@ -1,6 +1,7 @@
 import CReachdBus
 import CSystemd
 import Logging
+import ReachdModel
 import ReachdProtocol
 import ReachdServiceKit
 import ReachdSystem
@@ -104,6 +105,14 @@ final class TransferBusService: @unchecked Sendable {
             guard let text = readString(call), let id = TransferRequestParser.jobID(text) else { return invalid("expected a job id (hex digits)") }
             let op = TransferRequest.Operation(rawValue: member.lowercased()) ?? .show
             return .success(TransferRequest(op: op, job: id))
+        case "Limit":
+            guard let text = readString(call), let id = TransferRequestParser.jobID(text), let rate = readString(call) else {
+                return invalid("expected a job id (hex digits) and a rate")
+            }
+            guard rate == "none" || ByteRate.bytesPerSecond(rate) != nil else { return invalid("rate must be bytes per second like 500k or 2M, or none") }
+            var request = TransferRequest(op: .limit, job: id)
+            request.maxRate = ByteRate.bytesPerSecond(rate)
+            return .success(request)
         case "Add":
             guard let url = readString(call), let output = readString(call) else { return invalid("expected url, output and options") }
             var spec = DownloadSpec(url: url, output: output)
@@ -120,6 +129,9 @@ final class TransferBusService: @unchecked Sendable {
                 case ("Sha256", .string(let hex)):
                     guard let sum = TransferRequestParser.sha256(hex) else { return invalid("Sha256 must be 64 hex digits") }
                     spec.sha256 = sum
+                case ("MaxRate", .string(let text)):
+                    guard let rate = ByteRate.bytesPerSecond(text) else { return invalid("MaxRate must be bytes per second like 500k or 2M") }
+                    spec.maxRate = rate
                 case ("Proxy", .string(let text)):
                     do { try JobProxy.validate(text) } catch { return invalid("Proxy: \(error)") }
                     spec.proxy = text
@@ -135,7 +147,7 @@ final class TransferBusService: @unchecked Sendable {
                     }
                     if let refusal = spec.constraints.set(constraintKeys[name]!, to: text) { return invalid("\(name): \(refusal)") }
                 default:
-                    return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s, Proxy s, "
+                    return invalid("unknown option \(key) (known: AllowMetered b, AllowInsecureAuth b, Priority s, Sha256 s, RefreshEvery s, Proxy s, MaxRate s, "
                         + "Network s, Power s, NotBefore s, Window s, Deadline s, AfterDeadline s, StorageNotLow b, Now b)")
                 }
             }
@@ -220,7 +232,7 @@ final class TransferBusService: @unchecked Sendable {
             ("Reason", .string(job.reason ?? "")), ("RefreshEvery", .int64(job.download?.refreshSeconds ?? 0)),
             ("LastChecked", .string(job.download?.lastChecked?.description ?? "")),
             ("NextCheck", .string(job.download?.nextCheck?.description ?? "")),
-            ("Constraints", .string(job.constraints.summary)),
+            ("Constraints", .string(job.constraints.summary)), ("MaxRate", .int64(job.maxRate ?? 0)),
         ]
     }
 

@@ -10,14 +10,18 @@ extension TransferScheduler {
             return
         }
         if job.isUpload { uncounted.started(id, at: 0) }
-        let (outcome, partialSize) = job.isUpload ? (await sendUpload(job), 0) : await download(job)
+        let pacer = RatePacer(bytesPerSecond: job.maxRate, metered: verdict(for: job)?.metered ?? false,
+                              instance: settings.instanceRate, meteredInstance: settings.meteredRate)
+        pacers[id] = pacer
+        let (outcome, partialSize) = job.isUpload ? (await sendUpload(job, pacer: pacer), 0) : await download(job, pacer: pacer)
+        pacers[id] = nil
         let moved = job.isUpload ? (machines[id]?.job.bytesMoved ?? 0) : partialSize
         uncounted.ended(id, at: moved, on: verdict(for: job)?.interface)
         await feedAwaiting(.attemptEnded(outcome, partialSize: partialSize), to: id)
     }
 
     /// A download into the partial file, from what it holds: the outcome, and what the partial file holds after it.
-    private func download(_ job: Job) async -> (FetchOutcome, partialSize: Int64) {
+    private func download(_ job: Job, pacer: RatePacer) async -> (FetchOutcome, partialSize: Int64) {
         let partial: AttemptPartialFile
         do {
             partial = try await AttemptPartialFile.open(for: job, files: files)
@@ -26,7 +30,7 @@ extension TransferScheduler {
         }
         let lease = await proxyLease(for: job)
         let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job),
-                                          via: lease, observer: self)
+                                          via: lease, pacer: pacer, observer: self)
         fetcher.release(lease)
         // A file system that does not answer is not asked the file's size: the next attempt measures it.
         if case .destinationNotAnswering = outcome { return (outcome, machines[job.id]?.job.bytesMoved ?? job.bytesMoved) }
@@ -34,7 +38,7 @@ extension TransferScheduler {
     }
 
     /// An upload: the file opened as its owner, sent whole.
-    private func sendUpload(_ job: Job) async -> FetchOutcome {
+    private func sendUpload(_ job: Job, pacer: RatePacer) async -> FetchOutcome {
         let source: FileToSend
         do {
             source = try await files.openForReading(job.file)
@@ -46,7 +50,7 @@ extension TransferScheduler {
         current.bytesTotal = source.size
         let lease = await proxyLease(for: job)
         defer { fetcher.release(lease) }
-        return await fetcher.upload(current, file: source, credentials: await credentials(for: job), via: lease, observer: self)
+        return await fetcher.upload(current, file: source, credentials: await credentials(for: job), via: lease, pacer: pacer, observer: self)
     }
 
     /// The job's credentials, read for each request; never stored.
@@ -57,7 +61,7 @@ extension TransferScheduler {
     /// The proxies the job's requests may go through, held until `fetcher.release`.
     func proxyLease(for job: Job) async -> ProxyLease {
         let source = CredentialSource(netrcPath: settings.netrcPath, files: files)
-        return await fetcher.lease(proxies(of: job)) { await source.credentials(forHost: $0) }
+        return await fetcher.lease(proxies(of: job), lendsNetrc: !settings.access.isSystem) { await source.credentials(forHost: $0) }
     }
 
     /// Asks the server for the job's size (HEAD); the answer goes to the job's machine.

@@ -29,6 +29,7 @@ extension TransferScheduler {
         case .cancel: return .job(id: request.id, job: try await cancel(try job(), owner: owner))
         case .refresh: return .job(id: request.id, job: try refresh(try job(), owner: owner))
         case .remove: return .job(id: request.id, job: try remove(try job(), owner: owner))
+        case .limit: return .job(id: request.id, job: try limit(try job(), to: request.maxRate, owner: owner))
         case .clean: return .jobs(id: request.id, jobs: clean(owner: owner))
         case .watch: throw ProtocolError(.badRequest, "watch needs a socket connection", id: request.id)
         case .fetch: throw ProtocolError(.badRequest, "fetch is answered by the cache", id: request.id)
@@ -99,6 +100,14 @@ extension TransferScheduler {
         let actions = deliver(event, to: id)
         if case .refuse(let why) = actions.first { throw ProtocolError(.conflict, why) }
         return actions
+    }
+
+    /// Sets the job's own rate cap (nil: none); a running transfer follows it from its next piece.
+    func limit(_ id: String, to rate: Int64?, owner: Owner) throws(ProtocolError) -> Job {
+        _ = try show(id, owner: owner)
+        for action in try ownerOperation(.capRate(rate), on: id) { carryOut(action, for: id) }
+        pacers[id]?.change(bytesPerSecond: rate, metered: machines[id].flatMap { verdict(for: $0.job)?.metered } ?? false)
+        return try show(id, owner: owner)
     }
 
     /// Removes a finished job from the table (its file stays where it is).

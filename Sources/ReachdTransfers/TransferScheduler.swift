@@ -21,6 +21,9 @@ actor TransferScheduler: FetchObserver {
         var netrcPath: String?
         /// The instance's proxies (`[downloads] proxy`, else its environment); nil: none.
         var proxies: ProxySettings?
+        /// The instance's caps (`[downloads] max_rate`, `metered_max_rate`), shared by its transfers; nil: none.
+        var instanceRate: SharedRate?
+        var meteredRate: SharedRate?
         /// Jobs one user may hold (finished ones included), and the service as a whole.
         var maximumJobsPerUser = 1000
         var maximumJobs = 10000
@@ -53,6 +56,8 @@ actor TransferScheduler: FetchObserver {
     var machines: [String: MachineCell] = [:]
     /// The transfer task of each job with an attempt under way.
     var running: [String: Task<Void, Never>] = [:]
+    /// The pacer of each attempt under way: the scheduler changes its caps while it runs.
+    var pacers: [String: RatePacer] = [:]
     /// In which order the attempts under way started: a job's budget reservation counts those started before it.
     var startOrder: [String: Int] = [:]
     var nextStartOrder = 0
@@ -264,6 +269,11 @@ actor TransferScheduler: FetchObserver {
         for (id, cell) in machines where cell.reevaluates(at: now.now) { routes.append((id, route(of: cell.job))) }
         for (id, route) in routes {
             for action in machines[id]?.handle(.reevaluate(route), at: now) ?? [] { carryOut(action, for: id) }
+        }
+        // A running job's route may have turned metered, or back: its cap follows.
+        for (id, pacer) in pacers {
+            guard let job = machines[id]?.job else { continue }
+            pacer.change(bytesPerSecond: job.maxRate, metered: verdict(for: job)?.metered ?? false)
         }
         for id in JobQueue.toStart(machines.values.lazy.compactMap(\.place), running: running.count, limit: settings.concurrency) {
             // What a within-budget job may move counts the jobs started just before it in this pass: decided again.

@@ -172,7 +172,7 @@ actor TransferSession {
 
     private func answer(_ request: TransferRequest) async throws(ProtocolError) -> TransferReply {
         switch request.op {
-        case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh, .remove, .clean:
+        case .ping, .add, .upload, .list, .show, .pause, .resume, .cancel, .refresh, .remove, .clean, .limit:
             return try await scheduler.answer(request, owner: owner)
         case .fetch:
             return .fetched(id: request.id, result: try await cache.fetch(request.fetch ?? "", owner: owner, proxy: request.fetchProxy))

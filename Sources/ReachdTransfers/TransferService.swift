@@ -83,6 +83,8 @@ public enum TransferService {
         settings.concurrency = options.configuration.transferConcurrency
         settings.netrcPath = netrc
         settings.proxies = try InstanceProxies.settings(configuration: options.configuration, logger: logger)
+        settings.instanceRate = options.configuration.transferMaximumRate.map { SharedRate(bytesPerSecond: $0) }
+        settings.meteredRate = options.configuration.meteredTransferMaximumRate.map { SharedRate(bytesPerSecond: $0) }
         settings.maximumJobsPerUser = options.configuration.maximumJobsPerUser
         settings.maximumJobs = options.configuration.maximumJobs
         settings.keepFinishedSeconds = options.configuration.keepFinishedSeconds

@@ -16,6 +16,8 @@ struct UploadBody: AsyncSequence, Sendable {
     let suffix: [UInt8]
     /// Told the file bytes handed over so far.
     let progress: @Sendable (Int64) async -> Void
+    /// The caps the pieces are handed over under; nil: none.
+    var pacer: RatePacer?
 
     static let pieceBytes = 1 << 20
 
@@ -41,7 +43,8 @@ struct UploadBody: AsyncSequence, Sendable {
                 if !body.prefix.isEmpty { return ByteBuffer(bytes: body.prefix) }
             }
             if offset < body.size {
-                let count = Int(Swift.min(Int64(UploadBody.pieceBytes), body.size - offset))
+                let count = Int(Swift.min(Int64(body.pacer?.pieceBytes(largest: UploadBody.pieceBytes) ?? UploadBody.pieceBytes), body.size - offset))
+                await body.pacer?.take(count)
                 let file = body.file, at = offset
                 let piece = try await file.threads.run { () throws -> ByteBuffer in
                     var buffer = ByteBuffer()

@@ -14,7 +14,8 @@ extension Reachctl {
             ),
             subcommands: [Add.self, JobsVerb<DownloadGroup, JobVerbs.List>.self, JobVerb<DownloadGroup, JobVerbs.Show>.self, JobVerb<DownloadGroup, JobVerbs.Pause>.self,
                           JobVerb<DownloadGroup, JobVerbs.Resume>.self, JobVerb<DownloadGroup, JobVerbs.Cancel>.self, JobVerb<DownloadGroup, JobVerbs.Refresh>.self,
-                          JobVerb<DownloadGroup, JobVerbs.Remove>.self, JobsVerb<DownloadGroup, JobVerbs.Clean>.self, WaitJob<DownloadGroup>.self]
+                          JobVerb<DownloadGroup, JobVerbs.Remove>.self, JobsVerb<DownloadGroup, JobVerbs.Clean>.self, WaitJob<DownloadGroup>.self,
+                          LimitJob<DownloadGroup>.self]
         )
     }
 }
@@ -45,6 +46,7 @@ extension Reachctl.Download {
         var refreshEvery: String?
         @OptionGroup(title: "Constraints") var constraints: ConstraintOptions
         @OptionGroup(title: "Proxy") var proxy: ProxyOption
+        @OptionGroup var rate: RateOption
 
         private var json: Bool { printing.json }
 
@@ -65,6 +67,7 @@ extension Reachctl.Download {
                                     allowInsecureAuth: allowInsecureAuth)
             spec.constraints = try constraints.constraints()
             spec.proxy = try proxy.asked(for: spec.url)
+            spec.maxRate = rate.bytesPerSecond
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .add, download: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)

@@ -1,3 +1,4 @@
+import ReachdModel
 import ReachdTransferModel
 
 /// `123.4 MiB`
@@ -26,6 +27,7 @@ func formatted(_ value: Double, digits: Int) -> String {
 /// [status]`; terminal-safe (paths, URLs and reasons come from other users and servers).
 func humanLine(_ job: Job) -> String {
     let constraints = (job.constraints.isEmpty ? "" : "  {\(job.constraints.summary)}") + (job.viaProxy.map { "  via proxy \($0)" } ?? "")
+        + (job.maxRate.map { "  max \(ByteRate.describe($0))" } ?? "")
     if job.isUpload {
         let total = job.bytesTotal.map(byteCount) ?? "?"
         let status = job.upload?.answer.map { "  [\($0.status)]" } ?? ""

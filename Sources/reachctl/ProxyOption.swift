@@ -24,9 +24,12 @@ struct ProxyOption: ParsableArguments {
         for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
             if let value = getenv(name) { variables[name] = String(cString: value) }
         }
-        let settings: ProxySettings?
-        do { settings = try ProxySettings.environment(variables) } catch { throw ValidationError("\(error)") }
-        guard let settings, let target = try? TransferURL(url) else { return nil }
+        let (settings, unusable) = ProxySettings.environment(variables)
+        guard let target = try? TransferURL(url) else { return nil }
+        if let problem = unusable[target.scheme], settings?.noProxy.excludes(host: target.host) != true {
+            throw ValidationError("\(problem) (or give --proxy)")
+        }
+        guard let settings else { return nil }
         return settings.proxy(for: target)?.url ?? JobProxy.none
     }
 }

@@ -14,7 +14,8 @@ extension Reachctl {
                 ),
             subcommands: [Add.self, JobsVerb<UploadGroup, JobVerbs.List>.self, JobVerb<UploadGroup, JobVerbs.Show>.self, JobVerb<UploadGroup, JobVerbs.Pause>.self,
                           JobVerb<UploadGroup, JobVerbs.Resume>.self, JobVerb<UploadGroup, JobVerbs.Cancel>.self, JobVerb<UploadGroup, JobVerbs.Remove>.self,
-                          JobsVerb<UploadGroup, JobVerbs.Clean>.self, WaitJob<UploadGroup>.self]
+                          JobsVerb<UploadGroup, JobVerbs.Clean>.self, WaitJob<UploadGroup>.self,
+                          LimitJob<UploadGroup>.self]
         )
     }
 }
@@ -43,6 +44,7 @@ extension Reachctl.Upload {
         @Option(help: "low, normal or high.", completion: .list(Priority.allCases.map(\.rawValue))) var priority: String = "normal"
         @OptionGroup(title: "Constraints") var constraints: ConstraintOptions
         @OptionGroup(title: "Proxy") var proxy: ProxyOption
+        @OptionGroup var rate: RateOption
 
         private var json: Bool { output.json }
 
@@ -65,6 +67,7 @@ extension Reachctl.Upload {
                                   allowInsecureAuth: allowInsecureAuth)
             spec.constraints = try constraints.constraints()
             spec.proxy = try proxy.asked(for: spec.url)
+            spec.maxRate = rate.bytesPerSecond
             let client = transfers.connect()
             let job = transferCall { () throws(ClientError) in try client.job(TransferRequest(op: .upload, upload: spec)) }
             printLine(json ? job.json : job.id.terminalSafe)

@@ -3,7 +3,8 @@ import ReachdTransferModel
 import XCTest
 
 /// Transfers through real proxies in the peer namespace: Debian's tinyproxy (http forwarded, https through `CONNECT`),
-/// squid asking for Basic credentials (tinyproxy answers wrong ones with a 401 that names no proxy), and microsocks (SOCKS5). The origin, nginx on `mirror.test`, cannot be reached from reachd-transfers'
+/// squid asking for Basic credentials (Debian's tinyproxy 1.11 answers wrong ones with a 401, the server's status), and
+/// microsocks (SOCKS5). The origin, nginx on `mirror.test`, cannot be reached from reachd-transfers'
 /// namespace but through a proxy (`ip route add unreachable`), as on a network where only a proxy reaches out; except
 /// `direct.test`, which `no_proxy` names. nginx logs who asked (`$remote_addr`: the host namespace's own address when
 /// a request came straight) and the credentials each request carried, so that none reaches the origin.
@@ -19,7 +20,8 @@ final class ProxyIntegrationTests: XCTestCase {
 
     override func setUpWithError() throws {
         lab = try TransferLab()
-        let names = ["mirror.test": TransferLab.serverAddress, "proxy.test": Self.proxyAddress, "bare-proxy.test": Self.proxyAddress, "direct.test": Self.directAddress]
+        let names = ["mirror.test": TransferLab.serverAddress, "proxy.test": Self.proxyAddress, "direct.test": Self.directAddress,
+                     "side.test": Self.directAddress]
         try lab.lab.hostsFile(names)
         try lab.lab.peerHostsFile(names)
         for address in [Self.proxyAddress, Self.directAddress] { try lab.lab.peerIP("addr add \(address)/32 dev lo") }
@@ -35,6 +37,7 @@ final class ProxyIntegrationTests: XCTestCase {
               root \(lab.www);
               location /up/ { dav_methods PUT; }
               location = /moved { return 302 http://mirror.test:8080/f.bin; }
+              location = /escape { return 302 http://x@side.test:8080/escaped.bin; }
             }
             server {
               listen \(TransferLab.serverAddress):8443 ssl;
@@ -123,6 +126,12 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertTrue(asked("/f.bin").contains { !$0.hasPrefix("192.0.2.") }, originRequests.joined(separator: "\n"))
         XCTAssertTrue(asked("/f.bin").contains { $0.hasPrefix("192.0.2.") }, originRequests.joined(separator: "\n"))
 
+        // A redirect to a URL no job could have (credentials in it) is not followed, through the proxy or around it.
+        _ = try lab.serve("escaped.bin", bytes: 1000)
+        let escape = try add("http://mirror.test:8080/escape", "escape.bin")
+        try lab.waitFor(escape, "the redirect's answer as the job's") { ($0.reason ?? "").contains("302") }
+        XCTAssertTrue(asked("/escaped.bin").isEmpty, originRequests.joined(separator: "\n"))
+
         let source = lab.lab.directory + "/source.bin"
         let sourceSum = try lab.serve("../source.bin", bytes: 250_000, seed: 5)
         chmod(source, 0o644)
@@ -183,27 +192,28 @@ final class ProxyIntegrationTests: XCTestCase {
         try "machine proxy.test login alice password \"\(Self.password)\"\n".write(toFile: netrc, atomically: true, encoding: .utf8)
         chmod(netrc, 0o644)
         try startSquid()
-        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\nnetrc = \"\(netrc)\"\n")
+        // The system instance lends its netrc to its own proxy, never to one a job names.
+        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\nnetrc = \"\(netrc)\"\nproxy = \"\(guardedProxy)\"\n")
         let sum = try lab.serve("f.bin", bytes: 200_000)
         // Percent-encoded in the URL, as a proxy URL's userinfo may be.
         let encoded = Self.password.replacingOccurrences(of: "-", with: "%2D")
         let inURL = try lab.add("http://mirror.test:8080/f.bin", output: lab.out + "/url.bin", ["--proxy", "http://alice:\(encoded)@proxy.test:3129"])
-        let fromNetrc = try lab.add("https://mirror.test:8443/f.bin", output: lab.out + "/netrc.bin", ["--proxy", guardedProxy])
+        let fromNetrc = try lab.add("https://mirror.test:8443/f.bin", output: lab.out + "/netrc.bin")
         let wrong = try lab.add("http://mirror.test:8080/f.bin", output: lab.out + "/wrong.bin", ["--proxy", "http://alice:nope@proxy.test:3129"])
         let wrongTunnel = try lab.add("https://mirror.test:8443/f.bin", output: lab.out + "/wrongtls.bin", ["--proxy", "http://alice:nope@proxy.test:3129"])
         try completes(inURL, "credentials from the proxy URL, forwarded")
         try completes(fromNetrc, "credentials from the netrc's entry for the proxy, on the CONNECT")
         XCTAssertEqual(try lab.sha256(lab.out + "/url.bin"), sum)
         XCTAssertEqual(try lab.sha256(lab.out + "/netrc.bin"), sum)
-        // The same proxy by a name the netrc has no entry for: no credentials at all.
-        let without = try lab.add("https://mirror.test:8443/f.bin", output: lab.out + "/without.bin", ["--proxy", "http://bare-proxy.test:3129"])
+        // The same proxy named by the job: the netrc is not lent to it.
+        let without = try lab.add("https://mirror.test:8443/f.bin", output: lab.out + "/without.bin", ["--proxy", guardedProxy])
         for id in [wrong, wrongTunnel] {
             try lab.waitFor(id, "a 407 that names the proxy") {
                 ($0.reason ?? "").contains("the proxy http://proxy.test:3129 refused the credentials (407")
             }
         }
         try lab.waitFor(without, "a 407 that asks for credentials") {
-            ($0.reason ?? "").contains("the proxy http://bare-proxy.test:3129 asks for credentials (407")
+            ($0.reason ?? "").contains("the proxy http://proxy.test:3129 asks for credentials (407")
         }
         // The origin never saw a credential, and no output shows the password.
         XCTAssertFalse(originRequests.isEmpty)

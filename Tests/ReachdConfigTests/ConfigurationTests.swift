@@ -69,6 +69,10 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(proxied.transferProxy, "http://proxy:3128")
         XCTAssertEqual(proxied.transferNoProxy, "localhost,.lan")
         XCTAssertNil(defaults.transferProxy)
+        let capped = try Configuration(toml: "[downloads]\nmax_rate = \"2M\"\nmetered_max_rate = 65536\n")
+        XCTAssertEqual(capped.transferMaximumRate, 2 << 20)
+        XCTAssertEqual(capped.meteredTransferMaximumRate, 65536)
+        XCTAssertNil(defaults.transferMaximumRate)
     }
 
     /// `[connections]` sets reachd's socket limits; unset, the daemon's own defaults apply.
@@ -147,6 +151,8 @@ final class ConfigurationTests: XCTestCase {
             ("[downloads]\nnetrc = \"netrc\"", "downloads: \"netrc\" must be an absolute path"),
             ("[downloads]\nca_file = 3", "downloads: \"ca_file\" must be an absolute path"),
             ("[downloads]\nproxy = 3128", "downloads: \"proxy\" must be a non-empty string"),
+            ("[downloads]\nmax_rate = 100", "downloads: \"max_rate\" must be bytes per second"),
+            ("[downloads]\nmetered_max_rate = \"fast\"", "downloads: \"metered_max_rate\" must be bytes per second"),
             ("[downloads]\nno_proxy = \"\"", "downloads: \"no_proxy\" must be a non-empty string"),
             ("[metrics]\nlisten = \"9464\"", "metrics: \"listen\" must be HOST:PORT"),
             ("[metrics]\nport = 9464", "metrics: unknown key \"port\""),

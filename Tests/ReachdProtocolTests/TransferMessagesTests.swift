@@ -35,7 +35,7 @@ final class TransferMessagesTests: XCTestCase {
     // MARK: Parser
 
     func testParserRefusals() {
-        let known = "add, upload, fetch, list, show, pause, resume, cancel, refresh, remove, clean, watch, ping"
+        let known = "add, upload, fetch, list, show, pause, resume, cancel, refresh, remove, clean, watch, ping, limit"
         let add = #""op":"add","url":"http://h/x","output":"/x""#
         let table: [(String, ProtocolError.Code, String, RequestID?, Int)] = [
             ("not json", .badJSON, "the line is not valid JSON", nil, #line),
@@ -47,6 +47,10 @@ final class TransferMessagesTests: XCTestCase {
             (#"{"op":"list","id":1.5}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
             ("{\(add),\"proxy\":\"https://u:pw@p\"}", .badRequest, #""proxy": invalid proxy URL: TLS to the proxy itself (https://) is not supported; https origins go through an http:// proxy with CONNECT"#, nil, #line),
             ("{\(add),\"proxy\":7}", .badRequest, #""proxy" must be "none" or a proxy URL"#, nil, #line),
+            ("{\(add),\"maxRate\":1000}", .badRequest, #""maxRate" must be a number of bytes per second from 1024 to 1099511627776, or null"#, nil, #line),
+            (#"{"op":"limit","job":"ab"}"#, .badRequest, #"limit needs "maxRate" (bytes per second, or null: none of its own)"#, nil, #line),
+            (#"{"op":"limit","maxRate":4096}"#, .badRequest, #"limit needs "job""#, nil, #line),
+            (#"{"op":"limit","job":"ab","maxRate":"2M"}"#, .badRequest, #""maxRate" must be a number of bytes per second from 1024 to 1099511627776, or null"#, nil, #line),
             (#"{"op":"fetch","url":"http://h/x","proxy":"socks4://p"}"#, .badRequest, #""proxy": invalid proxy URL: SOCKS4 is not supported; use socks5:// or socks5h://"#, nil, #line),
             (#"{"op":"list","id":true}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
             (#"{"op":"list","id":{}}"#, .badRequest, #""id" must be an integer or a string"#, nil, #line),
@@ -138,6 +142,10 @@ final class TransferMessagesTests: XCTestCase {
                 fileField: "payload", allowMetered: true, priority: .low, allowInsecureAuth: true)),
             TransferRequest(op: .fetch, id: .number(4), fetch: "http://m.test/a?b=\"c\""),
             TransferRequest(op: .fetch, fetch: "http://m.test/", fetchProxy: "none"),
+            { var limit = TransferRequest(op: .limit, job: "ab"); limit.maxRate = 512_000; return limit }(),
+            TransferRequest(op: .limit, job: "ab"),
+            { var spec = DownloadSpec(url: "http://h/x", output: "/x"); spec.maxRate = 2 << 20
+              return TransferRequest(op: .add, download: spec) }(),
             { var spec = DownloadSpec(url: "http://h/x", output: "/x"); spec.proxy = "http://u:p%40ss@proxy:3128"
               return TransferRequest(op: .add, download: spec) }(),
             { var spec = UploadSpec(file: "/f", url: "http://h/x"); spec.proxy = "socks5h://gate:1080"

@@ -22,7 +22,7 @@ int reachd_bus_add_object(sd_bus *bus, const char *path, const char *interface,
 #ifndef REACHD_TRANSFERS_BUS_H
 #define REACHD_TRANSFERS_BUS_H
 
-/// Callback of org.reachd.Transfers1: every method (Add, List, Show, Pause, Resume, Cancel, Refresh) goes to
+/// Callback of org.reachd.Transfers1: every method (Add, List, Show, Pause, Resume, Cancel, Refresh, Limit) goes to
 /// `method`, which reads the member name; it replies now or later (keeping a reference) and returns 1.
 typedef struct {
     int (*method)(void *context, sd_bus_message *call);

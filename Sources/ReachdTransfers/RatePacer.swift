@@ -1,0 +1,75 @@
+import ReachdModel
+import ReachdTransferModel
+import Synchronization
+
+/// A cap several transfers share (the instance's `max_rate`, its `metered_max_rate`): one token bucket.
+final class SharedRate: Sendable {
+    private let bucket: Mutex<TokenBucket>
+    let bytesPerSecond: Int64
+
+    init(bytesPerSecond: Int64) {
+        self.bytesPerSecond = bytesPerSecond
+        bucket = Mutex(TokenBucket(rate: bytesPerSecond, now: RatePacer.seconds()))
+    }
+
+    func take(_ bytes: Int, now: Double) -> Double { bucket.withLock { $0.take(bytes, now: now) } }
+}
+
+/// Paces one transfer attempt: its body is read (a download) or handed over (an upload) no faster than the job's own
+/// cap, the instance's and, while its route is metered, the instance's metered one allow. The scheduler changes the
+/// job's cap and the route's cost while the attempt runs; each takes effect at the next piece.
+final class RatePacer: Sendable {
+    private struct State {
+        var own: TokenBucket?
+        var metered = false
+    }
+
+    private let state: Mutex<State>
+    private let instance: SharedRate?
+    private let meteredInstance: SharedRate?
+
+    init(bytesPerSecond: Int64?, metered: Bool, instance: SharedRate?, meteredInstance: SharedRate?) {
+        let now = Self.seconds()
+        state = Mutex(State(own: bytesPerSecond.map { TokenBucket(rate: $0, now: now) }, metered: metered))
+        self.instance = instance
+        self.meteredInstance = meteredInstance
+    }
+
+    /// Seconds on the monotonic clock.
+    static func seconds() -> Double { MonotonicClock.seconds() }
+
+    /// The job's own cap from now on (nil: none), and whether its route is metered.
+    func change(bytesPerSecond: Int64?, metered: Bool) {
+        let now = Self.seconds()
+        state.withLock { state in
+            state.metered = metered
+            guard let bytesPerSecond else { state.own = nil; return }
+            if state.own == nil { state.own = TokenBucket(rate: bytesPerSecond, now: now) } else { state.own?.setRate(bytesPerSecond, now: now) }
+        }
+    }
+
+    /// The lowest cap that applies now, in bytes per second; nil: none.
+    var lowestRate: Int64? {
+        state.withLock { state in
+            [state.own?.rate, instance?.bytesPerSecond, state.metered ? meteredInstance?.bytesPerSecond : nil].compactMap { $0 }.min()
+        }
+    }
+
+    /// Counts `bytes` moved and waits as long as the caps ask; returns at once when none applies, early when cancelled.
+    func take(_ bytes: Int) async {
+        let now = Self.seconds()
+        let (own, metered) = state.withLock { state in (state.own != nil ? state.own!.take(bytes, now: now) : 0, state.metered) }
+        let shared = instance?.take(bytes, now: now) ?? 0
+        let onMetered = metered ? (meteredInstance?.take(bytes, now: now) ?? 0) : 0
+        let wait = max(own, shared, onMetered)
+        guard wait > 0 else { return }
+        try? await Task.sleep(for: .seconds(wait))
+    }
+
+    /// The size of the pieces a capped body moves in: a tenth of a second's worth at the lowest cap (16 KiB at
+    /// least), else `largest`.
+    func pieceBytes(largest: Int) -> Int {
+        guard let rate = lowestRate else { return largest }
+        return Int(min(Int64(largest), max(16 * 1024, rate / 10)))
+    }
+}
