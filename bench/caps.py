@@ -4,7 +4,7 @@ curl --limit-rate in the same run (counted the same way, through a pipe): a job'
 an upload's cap, and the instance's cap shared by two downloads. The rate is measured between the daemon's progress
 events (one per MiB moved, timed as they arrive), after a second's warm-up."""
 import argparse, signal, subprocess, time
-from transfer_lab import Client, Daemon, add, configure, sh
+from transfer_lab import Client, Daemon, add, configure, piped_rate, rate_over, sh, watched
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--bin", required=True)
@@ -21,63 +21,9 @@ sh("sh", "-c", f"head -c {size} /dev/urandom > {work}/www/caps.bin")
 url = "http://mirror.test:8080/caps.bin"
 
 
-def rate_over(watcher, ids, seconds):
-    """Bytes per second the jobs `ids` moved together between two of their progress events `seconds` apart."""
-    moved = {}
-
-    def total():
-        return sum(moved.values())
-
-    def next_event():
-        job = watcher.event(60)
-        if job["id"] in ids:
-            moved[job["id"]] = job["bytesReceived"]
-            return True
-        return False
-
-    warm = time.monotonic() + 1
-    while time.monotonic() < warm or len(moved) < len(ids):
-        next_event()
-    start, first = time.monotonic(), total()
-    while time.monotonic() - start < seconds:
-        next_event()
-    return (total() - first) / (time.monotonic() - start)
-
-
-def watched(job_id=None):
-    watcher = Client()
-    watcher.call({"op": "watch", **({"job": job_id} if job_id else {})})
-    return watcher
-
-
 def curl(cap, upload=False):
-    """curl --limit-rate's rate over the same window after the same warm-up: the bytes it writes to (a download) or
-    reads from (an upload) a pipe of ours, counted as they pass."""
     transfer = ["-T", "-", "http://mirror.test:8082/sink"] if upload else [url]
-    process = subprocess.Popen(["ip", "netns", "exec", ns, "curl", "-s", "--limit-rate", str(cap), "-o", "-", *transfer],
-                               stdin=subprocess.PIPE if upload else subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL if upload else subprocess.PIPE)
-    piece = b"\0" * 16384
-    moved, marks = 0, []
-    begin = time.monotonic()
-    try:
-        while True:
-            now = time.monotonic() - begin
-            if now >= 1 and not marks:
-                marks.append((now, moved))
-            if now >= 1 + args.seconds:
-                marks.append((now, moved))
-                break
-            if upload:
-                process.stdin.write(piece)
-                moved += len(piece)
-            else:
-                moved += len(process.stdout.read1(65536))
-    finally:
-        process.kill()
-        process.wait()
-    (t0, b0), (t1, b1) = marks
-    return (b1 - b0) / (t1 - t0)
+    return piped_rate(["ip", "netns", "exec", ns, "curl", "-s", "--limit-rate", str(cap), "-o", "-", *transfer], args.seconds, upload)
 
 
 def line(label, cap, ours, theirs):

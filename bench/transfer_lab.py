@@ -69,7 +69,7 @@ class Daemon:
         self.process = subprocess.Popen(
             ["ip", "netns", "exec", ns, "setpriv", "--reuid=reachd-transfers", "--regid=reachd-transfers", "--init-groups",
              f"{bin_dir}/reachd-transfers", "--system", "--socket", sock_path, "--state-dir", f"{work}/state", "--cache-dir", f"{work}/cache",
-             "--config", f"{work}/transfers.toml", "--log-level", "warning", "--bus", "none", "--networkmanager", "none", *verdicts],
+             "--config", f"{work}/transfers.toml", "--log-level", os.environ.get("BENCH_LOG_LEVEL", "warning"), "--bus", "none", "--networkmanager", "none", *verdicts],
             stderr=self.log, stdout=subprocess.DEVNULL)
         for _ in range(500):
             try:
@@ -107,3 +107,58 @@ def wait(job_id, condition, timeout=600):
     return job
 
 
+def rate_over(watcher, ids, seconds):
+    """Bytes per second the jobs `ids` moved together between two of their progress events `seconds` apart."""
+    moved = {}
+
+    def total():
+        return sum(moved.values())
+
+    def next_event():
+        job = watcher.event(60)
+        if job["id"] in ids:
+            moved[job["id"]] = job["bytesReceived"]
+            return True
+        return False
+
+    warm = time.monotonic() + 1
+    while time.monotonic() < warm or len(moved) < len(ids):
+        next_event()
+    start, first = time.monotonic(), total()
+    while time.monotonic() - start < seconds:
+        next_event()
+    return (total() - first) / (time.monotonic() - start)
+
+
+def watched(job_id=None):
+    watcher = Client()
+    watcher.call({"op": "watch", **({"job": job_id} if job_id else {})})
+    return watcher
+
+
+def piped_rate(command, seconds, upload=False):
+    """A command's rate over `seconds` after a second's warm-up: the bytes it writes to (a download) or reads from (an
+    upload) a pipe of ours, counted as they pass."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE if upload else subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL if upload else subprocess.PIPE)
+    piece = b"\0" * 16384
+    moved, marks = 0, []
+    begin = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic() - begin
+            if now >= 1 and not marks:
+                marks.append((now, moved))
+            if now >= 1 + seconds:
+                marks.append((now, moved))
+                break
+            if upload:
+                process.stdin.write(piece)
+                moved += len(piece)
+            else:
+                moved += len(process.stdout.read1(65536))
+    finally:
+        process.kill()
+        process.wait()
+    (t0, b0), (t1, b1) = marks
+    return (b1 - b0) / (t1 - t0)

@@ -5,7 +5,7 @@ extension Job: Codable {
     private enum CodingKeys: String, CodingKey {
         case id, sequence, url, output, state, priority, allowMetered, sha256, uid, bytesReceived, bytesTotal, reason
         case etag, lastModified, attempts, retryAt, created, updated, refreshEvery, lastChecked, nextCheck, allowInsecureAuth
-        case kind, method, fields, fileField, responseStatus, responseBody, constraints, proxy, maxRate
+        case kind, method, fields, fileField, responseStatus, responseBody, constraints, proxy, maxRate, pace
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -31,6 +31,7 @@ extension Job: Codable {
         // The proxy without credentials; only when there is one.
         try c.encodeIfPresent(viaProxy, forKey: .proxy)
         try c.encodeIfPresent(maxRate, forKey: .maxRate)
+        if state == .running { try c.encodeIfPresent(pace, forKey: .pace) }
         let download = download
         try c.encode(download?.sha256, forKey: .sha256)
         try c.encode(owner.uid, forKey: .uid)
@@ -64,6 +65,7 @@ extension Job: Codable {
         constraints = try c.decodeIfPresent(JobConstraints.self, forKey: .constraints) ?? JobConstraints()
         viaProxy = try c.decodeIfPresent(String.self, forKey: .proxy)
         maxRate = try c.decodeIfPresent(Int64.self, forKey: .maxRate)
+        pace = try c.decodeIfPresent(JobPace.self, forKey: .pace)
         owner = Owner(uid: try c.decode(UInt32.self, forKey: .uid), gid: 0)
         bytesTotal = try c.decodeIfPresent(Int64.self, forKey: .bytesTotal)
         reason = try c.decodeIfPresent(String.self, forKey: .reason)

@@ -130,3 +130,8 @@ extension Job {
         public init(_ description: String) { self.description = description }
     }
 }
+
+extension Job {
+    /// A background transfer yields to other traffic: every job unless it asks otherwise (`--now`, `--priority high`).
+    public var isBackground: Bool { !constraints.now && priority != .high }
+}

@@ -196,6 +196,8 @@ public struct Job: Hashable, Sendable {
     public var viaProxy: String?
     /// The job's own cap in bytes per second (`ByteRate`), beside the instance's; nil: none. Changeable while it runs.
     public var maxRate: Int64?
+    /// How fast the running transfer moves, and whether it yields to other traffic; shown while it runs, never stored.
+    public var pace: JobPace?
     public var owner: Owner
     /// Size of the whole file, nil while unknown.
     public var bytesTotal: Int64?
@@ -326,5 +328,17 @@ public struct Job: Hashable, Sendable {
         let value = UInt64.random(in: .min ... .max, using: &generator)
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// How fast a running transfer moves (since its previous progress), and whether it yields: a background download whose
+/// receive window is held below its buffer because the path's queue grows (`YieldController`).
+public struct JobPace: Hashable, Sendable, Codable {
+    public var bytesPerSecond: Int64
+    public var yielding: Bool
+
+    public init(bytesPerSecond: Int64, yielding: Bool) {
+        self.bytesPerSecond = bytesPerSecond
+        self.yielding = yielding
     }
 }

@@ -26,7 +26,7 @@ public enum JobEvent: Sendable {
     /// An upload's file was opened: `size` bytes to send.
     case uploadOpened(size: Int64)
     /// `bytes` have arrived (a download) or been sent (an upload) in this attempt.
-    case progressed(bytes: Int64)
+    case progressed(bytes: Int64, yielding: Bool = false)
     /// The attempt ended; a download's partial file now holds `partialSize` bytes.
     case attemptEnded(FetchOutcome, partialSize: Int64)
     /// The SHA-256 of a complete partial file, or why it could not be read.

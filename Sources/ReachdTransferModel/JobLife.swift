@@ -96,6 +96,9 @@ extension JobMachine {
         /// The last progress written to the store: bytes and monotonic seconds.
         public var checkpointBytes: Int64
         public var checkpointSeconds: Double
+        /// The progress the rate was last measured from: bytes (nil: none yet) and monotonic seconds.
+        public var rateBytes: Int64?
+        public var rateSeconds: Double = 0
     }
 
     /// Why the scheduler stops a running transfer, and so what the job shows until it has stopped.

@@ -8,6 +8,7 @@ extension JobMachine {
         guard !life.holdsSlot else { return }
         var next = job
         next.reason = nil
+        next.pace = nil
         update(next, life: .transferring(Transfer(checkpointBytes: job.bytesMoved, checkpointSeconds: moment.monotonic)))
         actions.append(.startAttempt)
     }
@@ -21,7 +22,7 @@ extension JobMachine {
     }
 
     /// Progress: counted, written to the store at checkpoints, told to watchers at most every event interval.
-    mutating func progressed(_ bytes: Int64) {
+    mutating func progressed(_ bytes: Int64, yielding: Bool = false) {
         var transfer = life.transfer
         transfer?.progressed = true
         actions.append(.countTransferred(bytes: bytes - job.bytesMoved, upload: job.isUpload))
@@ -29,6 +30,15 @@ extension JobMachine {
         let since = (bytes: bytes - (transfer?.checkpointBytes ?? 0), seconds: now - (transfer?.checkpointSeconds ?? 0))
         var next = job
         next.bytesMoved = bytes
+        // The rate since the last progress, kept over at least a quarter of a second.
+        if let from = transfer?.rateBytes, let seconds = transfer?.rateSeconds, now - seconds >= 0.25, bytes > from {
+            next.pace = JobPace(bytesPerSecond: Int64(Double(bytes - from) / (now - seconds)), yielding: yielding)
+            transfer?.rateBytes = bytes
+            transfer?.rateSeconds = now
+        } else if transfer != nil, transfer?.rateBytes == nil {
+            transfer?.rateBytes = bytes
+            transfer?.rateSeconds = now
+        }
         if rules.checkpoint.isDue(bytesSince: since.bytes, secondsSince: since.seconds) {
             transfer?.checkpointBytes = bytes
             transfer?.checkpointSeconds = now

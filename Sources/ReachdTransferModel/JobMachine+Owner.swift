@@ -59,6 +59,14 @@ extension JobMachine {
 
     private mutating func refuse(_ why: String) { actions = [.refuse(why)] }
 
+    /// The owner's new cap for the job (nil: none of its own); a finished job has none to change.
+    mutating func capRate(_ rate: Int64?) {
+        guard !job.state.isTerminal else { return refuse("job \(id) is \(job.state.rawValue); only an unfinished job is capped") }
+        var next = job
+        next.maxRate = rate
+        update(next)
+    }
+
     /// Whether `reevaluate` at `now` can change anything: a refresh check that is due, a job that waits or runs.
     /// (A paused job, and a finished one, stay as they are.)
     public func reevaluates(at now: Timestamp) -> Bool {

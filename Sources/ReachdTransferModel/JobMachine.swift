@@ -68,10 +68,7 @@ public struct JobMachine: Sendable {
         case .pause: pause()
         case .resume: resume()
         case .refresh: refresh()
-        case .capRate(let rate):
-            var next = job
-            next.maxRate = rate
-            update(next)
+        case .capRate(let rate): capRate(rate)
         case .cancel: cancel()
         case .remove: remove()
         case .shutdown: stop(.deferral("deferred: reachd-transfers stopped"))
@@ -83,7 +80,7 @@ public struct JobMachine: Sendable {
             var next = job
             next.bytesTotal = size
             update(next)
-        case .progressed(let bytes): progressed(bytes)
+        case .progressed(let bytes, let yielding): progressed(bytes, yielding: yielding)
         case .attemptEnded(let outcome, let partialSize): attemptEnded(outcome, partialSize: partialSize)
         case .digestComputed(let digest): digestComputed(digest)
         case .movedIntoPlace(let failure): movedIntoPlace(failure)

@@ -17,7 +17,7 @@ extension Fetcher {
     /// GETs `url` into `file` for the offline cache: conditional on `cached` validators, giving up on bodies over
     /// `limit` (announced or received), and on a body shorter than its Content-Length (`CacheFill` decides).
     func fetchToFile(_ url: String, cached: Validators?, limit: Int64?, file: PartialFile, credentials: Credentials?,
-                     via lease: ProxyLease) async -> CacheFetch {
+                     via lease: ProxyLease, pacer: RatePacer) async -> CacheFetch {
         var request = Self.request(url)
         let conditions = CacheFill.conditionalFields(cached)
         for field in conditions { request.headers.add(name: field.name, value: field.value) }
@@ -36,7 +36,7 @@ extension Fetcher {
         case .store(let announced): length = announced
         }
         let written: Int64
-        switch await receive(response.body, into: file, at: 0, limit: limit) {
+        switch await receive(response.body, into: file, at: 0, limit: limit, pacer: pacer) {
         case .overLimit: return .tooLarge(nil)
         case .writeFailed(let error): return .failed("\(error)")
         case .broken(_, let error): return .failed("\(error)")

@@ -32,6 +32,9 @@ struct ProxyLease: Sendable {
     let routes: [ProxyServer: Route]
     /// Why no request may go (the job's own proxy no longer reads as one); nil: they may.
     var refusal: String?
+    /// Clients of the attempt's own for requests that go straight to the server (a yielding download's, whose
+    /// connection it watches); nil: the fetcher's. Shut down by `Fetcher.release`.
+    var direct: ClientPair?
     /// Whether the server's credentials may go readable (plain http, allowed by the job) through the job's own proxy:
     /// not on the system instance, whose netrc is lent to its clients, not given to them.
     var plainCredentialsThroughOwnProxy = true
@@ -159,12 +162,13 @@ extension Fetcher {
 
     func release(_ lease: ProxyLease) {
         for route in lease.routes.values { tunnels.release(route.server, credentials: route.credentials) }
+        if let own = lease.direct { Task { await own.shutdown() } }
     }
 
     /// The way a request to `url` leaves under `lease`.
     func way(for url: String, under lease: ProxyLease) -> Way {
         guard let server = lease.proxies.proxy(for: url), let route = lease.routes[server] else {
-            return Way(clients: direct, route: nil, forwards: false)
+            return Way(clients: lease.direct ?? direct, route: nil, forwards: false)
         }
         if server.kind == .http, url.lowercased().hasPrefix("http:") { return Way(clients: forwarding, route: route, forwards: true) }
         return Way(clients: route.tunnel, route: route, forwards: false)

@@ -23,7 +23,11 @@ final class Fetcher: Sendable {
     let forwarding: ClientPair
     /// Tunnels through proxies, per proxy in use.
     let tunnels: TunnelClients
+    /// Makes the clients of one way out (through `proxy`, forwarding or not); `connected` is told each connection.
+    let makeClients: @Sendable (HTTPClient.Configuration.Proxy?, Bool, (@Sendable (any Channel) -> Void)?) -> ClientPair
     let logger: Logger
+    /// Seconds a server may stay silent (`[downloads] read_timeout_seconds`).
+    let readTimeout: Double
     /// The socket's receive buffer: bounds the bytes in flight (also lost by a crash) without limiting
     /// speed on fast links (the kernel would otherwise grow it to several MiB).
     static let receiveBufferBytes = 128 << 10
@@ -33,20 +37,23 @@ final class Fetcher: Sendable {
 
     /// `caFile`: PEM certificates trusted besides the system's; `readTimeout`: seconds a server may stay silent.
     init(caFile: String?, readTimeout: Double, logger: Logger) {
-        @Sendable func pair(proxy: HTTPClient.Configuration.Proxy? = nil, forwards: Bool = false) -> ClientPair {
-            let following = Self.configuration(caFile: caFile, readTimeout: readTimeout, proxy: proxy, forwards: forwards, follows: !forwards)
-            let notFollowing = Self.configuration(caFile: caFile, readTimeout: readTimeout, proxy: proxy, forwards: forwards, follows: false)
-            return ClientPair(following: HTTPClient(eventLoopGroupProvider: .singleton, configuration: following),
-                              notFollowing: HTTPClient(eventLoopGroupProvider: .singleton, configuration: notFollowing))
+        let pair: @Sendable (HTTPClient.Configuration.Proxy?, Bool, (@Sendable (any Channel) -> Void)?) -> ClientPair = { proxy, forwards, connected in
+            func client(follows: Bool) -> HTTPClient {
+                HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(
+                    caFile: caFile, readTimeout: readTimeout, proxy: proxy, forwards: forwards, follows: follows, connected: connected))
+            }
+            return ClientPair(following: client(follows: !forwards), notFollowing: client(follows: false))
         }
-        direct = pair()
-        forwarding = pair(forwards: true)
-        tunnels = TunnelClients { server, credentials in pair(proxy: Self.tunnelProxy(server, credentials: credentials)) }
+        makeClients = pair
+        self.readTimeout = readTimeout
+        direct = pair(nil, false, nil)
+        forwarding = pair(nil, true, nil)
+        tunnels = TunnelClients { server, credentials in pair(Self.tunnelProxy(server, credentials: credentials), false, nil) }
         self.logger = logger
     }
 
     private static func configuration(caFile: String?, readTimeout: Double, proxy: HTTPClient.Configuration.Proxy?, forwards: Bool,
-                                      follows: Bool) -> HTTPClient.Configuration {
+                                      follows: Bool, connected: (@Sendable (any Channel) -> Void)?) -> HTTPClient.Configuration {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         var configuration = HTTPClient.Configuration(
@@ -63,7 +70,8 @@ final class Fetcher: Sendable {
                 channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
                     minimum: 4096, initial: 64 << 10, maximum: Self.receiveBufferBytes * 2))
             }.flatMap {
-                forwards ? AbsoluteFormTarget.install(on: channel) : channel.eventLoop.makeSucceededVoidFuture()
+                connected?(channel)
+                return forwards ? AbsoluteFormTarget.install(on: channel) : channel.eventLoop.makeSucceededVoidFuture()
             }
         }
         return configuration

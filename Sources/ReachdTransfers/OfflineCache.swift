@@ -30,14 +30,19 @@ actor OfflineCache {
     private let threshold: Int64
     /// The instance's proxies (`[downloads] proxy`, else its environment).
     private let proxies: ProxySettings?
+    /// The instance's caps, which fetches share with its jobs.
+    private let instanceRate: SharedRate?
+    private let meteredRate: SharedRate?
     private let metrics: TransferMetrics?
     private let logger: Logger
     private var inflight: [String: Task<Result<FetchResult, ProtocolError>, Never>] = [:]
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, credentials: CredentialSource,
          directory: String, shared: Bool, limits: CacheEviction.Limits, threshold: Int64, proxies: ProxySettings? = nil,
-         metrics: TransferMetrics? = nil, logger: Logger) {
+         instanceRate: SharedRate? = nil, meteredRate: SharedRate? = nil, metrics: TransferMetrics? = nil, logger: Logger) {
         self.proxies = proxies
+        self.instanceRate = instanceRate
+        self.meteredRate = meteredRate
         self.metrics = metrics
         self.shared = shared
         self.store = store
@@ -135,7 +140,10 @@ actor OfflineCache {
         let bound = min(limit ?? limits.capacity, limits.capacity)
         let source = self.credentials
         let lease = await fetcher.lease(way, lendsNetrc: !shared) { await source.credentials(forHost: $0) }
-        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, file: body, credentials: credentials, via: lease)
+        let pacer = RatePacer(bytesPerSecond: nil, metered: metered, instance: instanceRate, meteredInstance: meteredRate,
+                              longestWait: fetcher.readTimeout / 2)
+        let outcome = await fetcher.fetchToFile(url, cached: entry?.validators, limit: bound, file: body, credentials: credentials, via: lease,
+                                                pacer: pacer)
         fetcher.release(lease)
         if case .stored = outcome {} else { await files.remove(temporary) }
         switch outcome {

@@ -16,23 +16,39 @@ final class SharedRate: Sendable {
 }
 
 /// Paces one transfer attempt: its body is read (a download) or handed over (an upload) no faster than the job's own
-/// cap, the instance's and, while its route is metered, the instance's metered one allow. The scheduler changes the
-/// job's cap and the route's cost while the attempt runs; each takes effect at the next piece.
+/// cap, the instance's and, while its route is metered, the instance's metered one allow, and a yielding download no
+/// faster than its receive window lets through (`YieldingReceiver`). The scheduler changes the job's cap and the
+/// route's cost while the attempt runs; each takes effect at the next piece. One wait is at most `longestWait` (half
+/// the read timeout): a server that sends nothing for that long loses the connection, paced or not, so a cap below
+/// what one read brings per half a read timeout (about 17 KiB/s at the default 30 s) is not met.
 final class RatePacer: Sendable {
     private struct State {
         var own: TokenBucket?
         var metered = false
+        var yielding: TokenBucket?
     }
 
     private let state: Mutex<State>
     private let instance: SharedRate?
     private let meteredInstance: SharedRate?
+    private let longestWait: Double
 
-    init(bytesPerSecond: Int64?, metered: Bool, instance: SharedRate?, meteredInstance: SharedRate?) {
+    init(bytesPerSecond: Int64?, metered: Bool, instance: SharedRate?, meteredInstance: SharedRate?, longestWait: Double) {
         let now = Self.seconds()
         state = Mutex(State(own: bytesPerSecond.map { TokenBucket(rate: $0, now: now) }, metered: metered))
         self.instance = instance
         self.meteredInstance = meteredInstance
+        self.longestWait = longestWait
+    }
+
+    /// A yielding download's pace from now on: what its receive window lets through per round trip (nil: none). Reading
+    /// no faster holds the server back on kernels that do not shrink a window already offered (before Linux 6.7).
+    func yield(bytesPerSecond: Int64?) {
+        let now = Self.seconds()
+        state.withLock { state in
+            guard let bytesPerSecond else { state.yielding = nil; return }
+            if state.yielding == nil { state.yielding = TokenBucket(rate: bytesPerSecond, now: now) } else { state.yielding?.setRate(bytesPerSecond, now: now) }
+        }
     }
 
     /// Seconds on the monotonic clock.
@@ -58,10 +74,13 @@ final class RatePacer: Sendable {
     /// Counts `bytes` moved and waits as long as the caps ask; returns at once when none applies, early when cancelled.
     func take(_ bytes: Int) async {
         let now = Self.seconds()
-        let (own, metered) = state.withLock { state in (state.own != nil ? state.own!.take(bytes, now: now) : 0, state.metered) }
+        let (own, yielding, metered) = state.withLock { state in
+            (state.own != nil ? state.own!.take(bytes, now: now) : 0, state.yielding != nil ? state.yielding!.take(bytes, now: now) : 0,
+             state.metered)
+        }
         let shared = instance?.take(bytes, now: now) ?? 0
         let onMetered = metered ? (meteredInstance?.take(bytes, now: now) ?? 0) : 0
-        let wait = max(own, shared, onMetered)
+        let wait = min(longestWait, max(own, yielding, shared, onMetered))
         guard wait > 0 else { return }
         try? await Task.sleep(for: .seconds(wait))
     }

@@ -11,7 +11,7 @@ extension TransferScheduler {
         }
         if job.isUpload { uncounted.started(id, at: 0) }
         let pacer = RatePacer(bytesPerSecond: job.maxRate, metered: verdict(for: job)?.metered ?? false,
-                              instance: settings.instanceRate, meteredInstance: settings.meteredRate)
+                              instance: settings.instanceRate, meteredInstance: settings.meteredRate, longestWait: fetcher.readTimeout / 2)
         pacers[id] = pacer
         let (outcome, partialSize) = job.isUpload ? (await sendUpload(job, pacer: pacer), 0) : await download(job, pacer: pacer)
         pacers[id] = nil
@@ -28,9 +28,19 @@ extension TransferScheduler {
         } catch {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        let lease = await proxyLease(for: job)
+        var lease = await proxyLease(for: job)
+        // A background download yields: its own clients, whose connection the receiver steers (not through a proxy).
+        let receiver = job.isBackground && lease.proxies.proxy(for: job.url) == nil
+            ? YieldingReceiver(job: job.id, pacer: pacer, logger: logger) : nil
+        if let receiver {
+            lease.direct = fetcher.makeClients(nil, false) { receiver.connected($0) }
+            receivers[job.id] = receiver
+        }
+        let steering = Task { await receiver?.run() }
         let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job),
                                           via: lease, pacer: pacer, observer: self)
+        steering.cancel()
+        receivers[job.id] = nil
         fetcher.release(lease)
         // A file system that does not answer is not asked the file's size: the next attempt measures it.
         if case .destinationNotAnswering = outcome { return (outcome, machines[job.id]?.job.bytesMoved ?? job.bytesMoved) }
@@ -92,6 +102,6 @@ extension TransferScheduler {
 
     func progress(jobID: String, bytes: Int64) {
         if let job = machines[jobID]?.job { uncounted.moved(jobID, to: bytes, on: verdict(for: job)?.interface) }
-        feed(.progressed(bytes: bytes), to: jobID)
+        feed(.progressed(bytes: bytes, yielding: receivers[jobID]?.isYielding ?? false), to: jobID)
     }
 }

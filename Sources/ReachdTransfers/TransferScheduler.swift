@@ -58,6 +58,8 @@ actor TransferScheduler: FetchObserver {
     var running: [String: Task<Void, Never>] = [:]
     /// The pacer of each attempt under way: the scheduler changes its caps while it runs.
     var pacers: [String: RatePacer] = [:]
+    /// The receive side of each background download under way.
+    var receivers: [String: YieldingReceiver] = [:]
     /// In which order the attempts under way started: a job's budget reservation counts those started before it.
     var startOrder: [String: Int] = [:]
     var nextStartOrder = 0

@@ -115,7 +115,8 @@ public enum TransferService {
             directory: options.cacheDirectory, shared: shared,
             limits: CacheEviction.Limits(capacity: options.configuration.cacheCapacity, entries: options.configuration.cacheMaximumEntries,
                                          entriesPerUser: options.configuration.cacheMaximumEntriesPerUser),
-            threshold: options.configuration.meteredThreshold, proxies: settings.proxies, metrics: metrics, logger: logger
+            threshold: options.configuration.meteredThreshold, proxies: settings.proxies,
+            instanceRate: settings.instanceRate, meteredRate: settings.meteredRate, metrics: metrics, logger: logger
         )
         services.add(started: try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger))
         if let metrics, let address = options.configuration.transfersMetricsListen {

@@ -28,6 +28,7 @@ func formatted(_ value: Double, digits: Int) -> String {
 func humanLine(_ job: Job) -> String {
     let constraints = (job.constraints.isEmpty ? "" : "  {\(job.constraints.summary)}") + (job.viaProxy.map { "  via proxy \($0)" } ?? "")
         + (job.maxRate.map { "  max \(ByteRate.describe($0))" } ?? "")
+        + (job.state == .running ? job.pace.map { "  \(ByteRate.describe($0.bytesPerSecond))\($0.yielding ? ", yielding" : "")" } ?? "" : "")
     if job.isUpload {
         let total = job.bytesTotal.map(byteCount) ?? "?"
         let status = job.upload?.answer.map { "  [\($0.status)]" } ?? ""

@@ -43,7 +43,8 @@ final class TransferBusIntegrationTests: XCTestCase {
         defer { monitor.terminate(); monitor.waitUntilExit() }
 
         let added = try call("Add", "'ssa{sv}' \(lab.url("b.bin")) \(lab.out)/b.bin 2 Priority s high Sha256 s \(sum)")
-        XCTAssertTrue(added.hasPrefix("a{sv} 15 "), added)
+        XCTAssertTrue(added.hasPrefix("a{sv} 16 "), added)
+        XCTAssertTrue(added.contains(#""MaxRate" x 0"#), added)
         XCTAssertTrue(added.contains(#""Constraints" s """#), "no constraints: empty: \(added)")
         XCTAssertTrue(added.contains(#""Priority" s "high""#) && added.contains(#""Uid" u 0"#), added)
         let id = try id(in: added)
@@ -68,6 +69,8 @@ final class TransferBusIntegrationTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("unknown option Colour"), "\($0)")
         }
         XCTAssertThrowsError(try call("Resume", "s \(id)")) { XCTAssertTrue("\($0)".contains("is completed"), "\($0)") }
+        XCTAssertThrowsError(try call("Limit", "ss \(id) 500k")) { XCTAssertTrue("\($0)".contains("only an unfinished job is capped"), "\($0)") }
+        XCTAssertThrowsError(try call("Limit", "ss \(id) fast")) { XCTAssertTrue("\($0)".contains("rate must be bytes per second"), "\($0)") }
         let refreshed = try call("Refresh", "s \(id)")
         XCTAssertTrue(refreshed.contains(#""Id" s "\#(id)""#), refreshed)
         try lab.waitFor(id, "checked") { $0.state == .completed && $0.download?.lastChecked != nil && $0.reason == nil && $0.download?.nextCheck == nil }

@@ -173,22 +173,14 @@ final class TransferLab {
               \(blocks)
             }
             """.write(toFile: conf, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", lab.peer, "/usr/sbin/nginx", "-c", conf]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        servers.append(process)
-        let deadline = Date().addingTimeInterval(30)
-        while (try? lab.run("ip netns exec \(lab.peer) bash -c 'exec 3<>/dev/tcp/\(Self.serverAddress)/\(port)'")) == nil {
-            guard Date() < deadline else { throw LabError("nginx did not start: \((try? String(contentsOfFile: lab.directory + "/nginx-error.log", encoding: .utf8)) ?? "")") }
-            usleep(50_000)
+        try startPeerServer(["/usr/sbin/nginx", "-c", conf], address: Self.serverAddress, port: port) {
+            (try? String(contentsOfFile: self.lab.directory + "/nginx-error.log", encoding: .utf8)) ?? ""
         }
     }
 
-    /// Starts `command` in the peer namespace (a proxy); waits until `address`:`port` accepts connections.
-    func startPeerServer(_ command: [String], address: String, port: Int) throws {
+    /// Starts `command` in the peer namespace (nginx, a proxy); waits until `address`:`port` accepts connections. `detail`
+    /// explains a failure (a server's error log).
+    func startPeerServer(_ command: [String], address: String, port: Int, detail: () -> String = { "" }) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = ["netns", "exec", lab.peer] + command
@@ -198,8 +190,8 @@ final class TransferLab {
         servers.append(process)
         let deadline = Date().addingTimeInterval(30)
         while (try? lab.run("ip netns exec \(lab.peer) bash -c 'exec 3<>/dev/tcp/\(address)/\(port)'")) == nil {
-            guard process.isRunning else { throw LabError("\(command[0]) exited (\(process.terminationStatus))") }
-            guard Date() < deadline else { throw LabError("\(command[0]) did not listen on \(address):\(port)") }
+            guard process.isRunning else { throw LabError("\(command[0]) exited (\(process.terminationStatus)): \(detail())") }
+            guard Date() < deadline else { throw LabError("\(command[0]) did not listen on \(address):\(port): \(detail())") }
             usleep(50_000)
         }
     }

@@ -241,17 +241,23 @@ final class JobMachineAttemptTests: XCTestCase {
         XCTAssertEqual(machine.job.upload?.answer?.body, "ok")
     }
 
-    /// Progress is stored at checkpoints (100 bytes or 1 s) and told to watchers at most every 0.25 s.
+    /// Progress is stored at checkpoints (100 bytes or 1 s) and told to watchers at most every 0.25 s; the rate is
+    /// measured between progresses at least 0.25 s apart.
     func testProgressIsPaced() {
         var machine = F.running()
+        func paced(_ job: Job, _ rate: Int64) -> Job {
+            var job = job
+            job.pace = JobPace(bytesPerSecond: rate, yielding: false)
+            return job
+        }
         let table: [(Double, Int64, [JobAction])] = [
             (1.1, 50, [.countTransferred(bytes: 50, upload: false)]),
-            (1.5, 60, [.countTransferred(bytes: 10, upload: false), .notify(machine.job.with(bytes: 60))]),
+            (1.5, 60, [.countTransferred(bytes: 10, upload: false), .notify(paced(machine.job.with(bytes: 60), 25))]),
             (1.6, 70, [.countTransferred(bytes: 10, upload: false)]),
-            (2.1, 80, [.countTransferred(bytes: 10, upload: false), .persist(machine.job.with(bytes: 80, updated: 2.1)),
-                       .notify(machine.job.with(bytes: 80, updated: 2.1))]),
-            (2.2, 200, [.countTransferred(bytes: 120, upload: false), .persist(machine.job.with(bytes: 200, updated: 2.2)),
-                        .notify(machine.job.with(bytes: 200, updated: 2.2))]),
+            (2.1, 80, [.countTransferred(bytes: 10, upload: false), .persist(paced(machine.job.with(bytes: 80, updated: 2.1), 33)),
+                       .notify(paced(machine.job.with(bytes: 80, updated: 2.1), 33))]),
+            (2.2, 200, [.countTransferred(bytes: 120, upload: false), .persist(paced(machine.job.with(bytes: 200, updated: 2.2), 33)),
+                        .notify(paced(machine.job.with(bytes: 200, updated: 2.2), 33))]),
         ]
         for (second, bytes, actions) in table {
             XCTAssertEqual(machine.handle(.progressed(bytes: bytes), at: F.at(second)), actions, "\(second)")

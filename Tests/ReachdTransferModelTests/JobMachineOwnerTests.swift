@@ -56,6 +56,22 @@ final class JobMachineOwnerTests: XCTestCase {
         }
     }
 
+    func testACapChangesInEveryUnfinishedStateAndNoFinishedOne() {
+        for state in JobState.allCases {
+            var machine = state == .running ? F.running(F.job(state)) : F.machine(F.job(state))
+            let actions = machine.handle(.capRate(65536), at: F.at(5))
+            if state.isTerminal {
+                XCTAssertEqual(actions.effects, [.refuse("job j is \(state.rawValue); only an unfinished job is capped")], "\(state)")
+                XCTAssertNil(machine.job.maxRate)
+            } else {
+                XCTAssertEqual(machine.job.maxRate, 65536, "\(state)")
+                XCTAssertEqual(machine.job.state, state)
+                _ = machine.handle(.capRate(nil), at: F.at(6))
+                XCTAssertNil(machine.job.maxRate)
+            }
+        }
+    }
+
     func testCancelInEveryState() {
         let table: [(JobState, Bool, JobState, [JobAction])] = [
             (.queued, false, .cancelled, [.unwatchHost, .removePartial]),
