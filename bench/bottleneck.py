@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""bench/transfers' bottleneck run: a router namespace between the client's and the server's, whose tbf queue towards
-the client is a home router's (--rate-mbit, and --queue-ms of buffer; in a namespace of its own, so that the server's
+"""bench/transfers' bottleneck run, downloads then uploads: a router namespace between the client's and the server's,
+whose tbf queue (towards the client, then towards the server) is a home router's (--rate-mbit, and --queue-ms of buffer; in a namespace of its own, so that the server's
 TCP sees the queue as on a real path, not its own small queues), the server (nginx) sending with the namespaces'
 congestion control (cubic by default). Prints, for
-reachd-transfers' background download and for plain curl as the background in the same run: the share of its speed
-alone a user's own download (curl) keeps beside it, the round trip it adds to an interactive one (ping through the
+reachd-transfers' background transfer and for plain curl as the background in the same run: the share of its speed
+alone a user's own transfer (curl) keeps beside it, the round trip it adds to an interactive one (ping through the
 same queue), and its own use of the bottleneck when alone. Rates are counted over --seconds after a second's warm-up."""
 import argparse, signal, subprocess, threading, time
 from transfer_lab import Client, Daemon, add, configure, piped_rate, rate_over, sh, watched
@@ -36,13 +36,8 @@ for command in [
     # The server through the router; the way back to the client through it too.
     f"ip -n {ns} route add 203.0.113.80/32 via 10.77.1.1", f"ip -n {router} route add 203.0.113.80/32 via 10.77.2.2",
     f"ip -n {peer} route add 10.77.1.0/24 via 10.77.2.1",
-    f"ip netns exec {router} tc qdisc add dev bnr1 root tbf rate {args.rate_mbit}mbit burst 32kb limit {queue_bytes}",
 ]:
     sh(*command.split())
-
-
-def curl_rate(seconds=args.seconds):
-    return piped_rate(["ip", "netns", "exec", ns, "curl", "-s", "-o", "-", url], seconds)
 
 
 def ping_ms(seconds):
@@ -65,42 +60,67 @@ def during(body, seconds):
     return value, result["ping"]
 
 
-class CurlBackground:
-    def __init__(self):
-        self.process = subprocess.Popen(["ip", "netns", "exec", ns, "curl", "-s", "-o", "/dev/null", url])
+def queue_on(link):
+    """The tbf queue on the router's `link`: bnr1 towards the client (downloads), bnr2 towards the server (uploads)."""
+    for other in ("bnr1", "bnr2"):
+        subprocess.run(["ip", "netns", "exec", router, "tc", "qdisc", "del", "dev", other, "root"], capture_output=True)
+    sh("ip", "netns", "exec", router, "tc", "qdisc", "add", "dev", link, "root", "tbf", "rate", f"{args.rate_mbit}mbit",
+       "burst", "32kb", "limit", str(queue_bytes))
 
-    def stop(self):
-        self.process.kill()
-        self.process.wait()
+
+def run(direction):
+    """One direction's figures: the user's transfer alone, then reachd-transfers' background job alone (its use, the
+    round trip it adds) and beside the user's, then plain curl as the background."""
+    upload = direction == "upload"
+    queue_on("bnr2" if upload else "bnr1")
+    # An upload has a length of its own: the upload server reads bodies of a known length, not chunked ones.
+    curl = ["ip", "netns", "exec", ns, "curl", "-s", "-o", "-"] + (
+        ["-H", f"Content-Length: {1 << 40}", "-T", "-", "http://mirror.test:8082/sink"] if upload else [url])
+    idle = ping_ms(3)
+    alone = piped_rate(curl, args.seconds, upload)
+    print(f"{direction}s: bottleneck {args.rate_mbit:g} Mbit/s, tbf queue {args.queue_ms} ms ({queue_bytes} B); idle round trip "
+          f"{idle:.2f} ms; a user's {direction} alone {alone / 1e6:.2f} MB/s ({alone / bottleneck * 100:.0f} % of the bottleneck)")
+    daemon = Daemon()
+    request = {"op": "upload", "file": f"{work}/www/bottleneck.bin", "url": "http://mirror.test:8082/sink"} if upload else \
+        {"op": "add", "url": url, "output": f"{work}/out/bottleneck.bin"}
+    job = Client().call(request)["job"]["id"]
+    watcher = watched(job)
+    ours_alone, ours_ping = during(lambda: rate_over(watcher, {job}, args.seconds), args.seconds)
+    shared = piped_rate(curl, args.seconds, upload)
+    state = Client().call({"op": "show", "job": job})["job"]
+    Client().call({"op": "cancel", "job": job})
+    daemon.kill(signal.SIGTERM)
+    # Plain curl as the background: the user's transfer beside it, then the round trip beside it alone; alone, it uses
+    # what the user's transfer alone used.
+    background = subprocess.Popen(curl, stdin=subprocess.PIPE if upload else subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    feeding = threading.Thread(target=feed, args=(background,), daemon=True) if upload else None
+    if feeding:
+        feeding.start()
+    time.sleep(1)
+    beside_curl = piped_rate(curl, args.seconds, upload)
+    _, curl_ping = during(lambda: time.sleep(args.seconds), args.seconds)
+    background.kill()
+    background.wait()
+    print(f"reachd-transfers' background {direction}: a user's {direction} keeps {shared / alone * 100:.0f} % of its speed alone "
+          f"(target 85 %); it adds {ours_ping - idle:.1f} ms to the round trip (target 25 ms); alone it uses "
+          f"{ours_alone / bottleneck * 100:.0f} % of the bottleneck (target 85 %); the job showed {state.get('pace')}")
+    print(f"plain curl as the background {direction}: a user's {direction} keeps {beside_curl / alone * 100:.0f} % of its speed "
+          f"alone; it adds {curl_ping - idle:.1f} ms to the round trip; alone it uses {alone / bottleneck * 100:.0f} % of the bottleneck")
 
 
-idle = ping_ms(3)
-alone = curl_rate()
-print(f"bottleneck {args.rate_mbit:g} Mbit/s, tbf queue {args.queue_ms} ms ({queue_bytes} B), server congestion control "
-      f"{sh('ip', 'netns', 'exec', peer, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}; idle round trip {idle:.2f} ms; "
-      f"a user's download alone {alone / 1e6:.2f} MB/s ({alone / bottleneck * 100:.0f} % of the bottleneck)")
+def feed(process):
+    """Writes zeros to a background curl's upload until it is killed."""
+    piece = b"\0" * 65536
+    try:
+        while True:
+            process.stdin.write(piece)
+    except (BrokenPipeError, ValueError, OSError):
+        pass
 
-daemon = Daemon()
-job = add(url, f"{work}/out/bottleneck.bin")
-watcher = watched(job)
-ours_alone, ours_ping = during(lambda: rate_over(watcher, {job}, args.seconds), args.seconds)
-shared = curl_rate()
-state = Client().call({"op": "show", "job": job})["job"]
-Client().call({"op": "cancel", "job": job})
-daemon.kill(signal.SIGTERM)
 
-# Plain curl as the background: the user's download beside it, then the round trip beside it alone; alone, it uses
-# what the user's download alone used.
-background = CurlBackground()
-time.sleep(1)
-beside_curl = curl_rate()
-_, curl_ping = during(lambda: time.sleep(args.seconds), args.seconds)
-background.stop()
-
-print(f"reachd-transfers' background download: a user's download keeps {shared / alone * 100:.0f} % of its speed alone "
-      f"(target 85 %); it adds {ours_ping - idle:.1f} ms to the round trip (target 25 ms); alone it uses "
-      f"{ours_alone / bottleneck * 100:.0f} % of the bottleneck (target 85 %); job shows {state.get('pace')}")
-print(f"plain curl as the background: a user's download keeps {beside_curl / alone * 100:.0f} % of its speed alone; it adds "
-      f"{curl_ping - idle:.1f} ms to the round trip; alone it uses {alone / bottleneck * 100:.0f} % of the bottleneck")
+print(f"server congestion control {sh('ip', 'netns', 'exec', peer, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}, "
+      f"client's {sh('ip', 'netns', 'exec', ns, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}")
+for direction in ("download", "upload"):
+    run(direction)
 # The client's link to the router, and its route, go with the router's namespace.
 sh("ip", "netns", "del", router)

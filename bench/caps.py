@@ -22,7 +22,8 @@ url = "http://mirror.test:8080/caps.bin"
 
 
 def curl(cap, upload=False):
-    transfer = ["-T", "-", "http://mirror.test:8082/sink"] if upload else [url]
+    # A length of its own: the upload server reads bodies of a known length, not chunked ones.
+    transfer = ["-H", f"Content-Length: {1 << 40}", "-T", "-", "http://mirror.test:8082/sink"] if upload else [url]
     return piped_rate(["ip", "netns", "exec", ns, "curl", "-s", "--limit-rate", str(cap), "-o", "-", *transfer], args.seconds, upload)
 
 
