@@ -90,7 +90,9 @@ package final class TimeChanges: @unchecked Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var due = itimerspec()
-        due.it_value.tv_sec = now.tv_sec + Int(Self.armedAheadSeconds)
+        // Never earlier than 2096: a wall clock read through a shim (the tests shift it by years) must not arm a timer
+        // the kernel's own clock has passed, which would expire at once, again and again, and miss the clock's set.
+        due.it_value.tv_sec = max(now.tv_sec + Int(Self.armedAheadSeconds), 4_000_000_000)
         guard timerfd_settime(timer, Int32(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET), &due, nil) == 0 else {
             throw SystemCallError(call: "timerfd_settime", errno: .current)
         }
