@@ -8,6 +8,9 @@ public struct ProxySettings: Hashable, Sendable {
     public var https: ProxyServer?
     public var noProxy: NoProxyList
 
+    /// The variables `environment` reads.
+    public static let environmentNames = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]
+
     public init(http: ProxyServer?, https: ProxyServer?, noProxy: NoProxyList = NoProxyList("")) {
         self.http = http
         self.https = https

@@ -15,8 +15,6 @@ enum InstanceProxies {
         let description: String
     }
 
-    static let environmentNames = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]
-
     static func settings(configuration: Configuration, logger: Logger) throws -> ProxySettings? {
         let settings: ProxySettings?
         if configuration.transferProxy == JobProxy.none {
@@ -28,7 +26,7 @@ enum InstanceProxies {
             settings = ProxySettings(http: server, https: server, noProxy: NoProxyList(configuration.transferNoProxy ?? ""))
         } else {
             var variables: [String: String] = [:]
-            for name in environmentNames { if let value = getenv(name) { variables[name] = String(cString: value) } }
+            for name in ProxySettings.environmentNames { if let value = getenv(name) { variables[name] = String(cString: value) } }
             let (found, unusable) = ProxySettings.environment(variables)
             settings = found
             for (scheme, problem) in unusable.sorted(by: { $0.key < $1.key }) {

@@ -21,7 +21,7 @@ struct ProxyOption: ParsableArguments {
     func asked(for url: String) throws -> String? {
         if let proxy { return proxy }
         var variables: [String: String] = [:]
-        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
+        for name in ProxySettings.environmentNames {
             if let value = getenv(name) { variables[name] = String(cString: value) }
         }
         let (settings, unusable) = ProxySettings.environment(variables)

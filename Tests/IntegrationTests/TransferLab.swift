@@ -277,7 +277,7 @@ final class TransferLab {
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = args
         var variables = ProcessInfo.processInfo.environment
-        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { variables[name] = nil }
+        for name in ProxySettings.environmentNames { variables[name] = nil }
         variables.merge(environment) { _, new in new }
         variables["HOME"] = owner.home
         // The zone is the lab's `/etc/localtime` (`zoneFile`), never a TZ of the test's own.
@@ -348,7 +348,7 @@ final class TransferLab {
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         var variables = ProcessInfo.processInfo.environment
-        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] { variables[name] = nil }
+        for name in ProxySettings.environmentNames { variables[name] = nil }
         process.environment = variables.merging(environment) { _, new in new }
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
