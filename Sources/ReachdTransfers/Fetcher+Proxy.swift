@@ -26,15 +26,18 @@ struct ProxyLease: Sendable {
         let credentials: Credentials?
         /// The tunnels' clients (https through an http proxy, anything through SOCKS).
         let tunnel: ClientPair
+        /// Whether `tunnel` is the lease's own (a watched attempt's), not the fetcher's shared pair.
+        var ownsTunnel = false
     }
 
     let proxies: JobProxy
     let routes: [ProxyServer: Route]
     /// Why no request may go (the job's own proxy no longer reads as one); nil: they may.
     var refusal: String?
-    /// Clients of the attempt's own for requests that go straight to the server (a yielding download's, whose
-    /// connection it watches); nil: the fetcher's. Shut down by `Fetcher.release`.
+    /// Clients of the attempt's own for requests that go straight to the server, and for plain http a proxy forwards
+    /// (a yielding download's, whose connections it watches); nil: the fetcher's. Shut down by `Fetcher.release`.
     var direct: ClientPair?
+    var forwarding: ClientPair?
     /// Whether the server's credentials may go readable (plain http, allowed by the job) through the job's own proxy:
     /// not on the system instance, whose netrc is lent to its clients, not given to them.
     var plainCredentialsThroughOwnProxy = true
@@ -138,8 +141,10 @@ extension Fetcher {
 
     /// The proxies `proxies` may send a request through, with credentials (the proxy URL's, else `netrc`'s entry for the
     /// proxy's host: for the instance's proxies, and for a job's own only where `lendsNetrc`, i.e. a user's own
-    /// instance, whose netrc is the user's) and tunnels' clients; release it with `release`.
-    func lease(_ proxies: JobProxy, lendsNetrc: Bool, netrc: (String) async -> Credentials?) async -> ProxyLease {
+    /// instance, whose netrc is the user's) and tunnels' clients; release it with `release`. With `watching`, every
+    /// client is the lease's own and tells it each connection it opens (to the server, or to the proxy).
+    func lease(_ proxies: JobProxy, lendsNetrc: Bool, watching connected: (@Sendable (any Channel) -> Void)? = nil,
+               netrc: (String) async -> Credentials?) async -> ProxyLease {
         var servers: [ProxyServer] = []
         var refusal: String?
         if let asked = proxies.asked, asked != JobProxy.none {
@@ -152,17 +157,29 @@ extension Fetcher {
         for server in servers where routes[server] == nil {
             let lent = server.login == nil && (!ownProxy || lendsNetrc) ? await netrc(server.host) : nil
             let credentials = server.kind.isSOCKS ? nil : server.credentials(or: lent)
-            routes[server] = ProxyLease.Route(name: server.description, server: server, credentials: credentials,
-                                              tunnel: tunnels.acquire(server, credentials: credentials))
+            routes[server] = if let connected {
+                ProxyLease.Route(name: server.description, server: server, credentials: credentials,
+                                 tunnel: makeClients(Self.tunnelProxy(server, credentials: credentials), false, connected), ownsTunnel: true)
+            } else {
+                ProxyLease.Route(name: server.description, server: server, credentials: credentials,
+                                 tunnel: tunnels.acquire(server, credentials: credentials))
+            }
         }
         var lease = ProxyLease(proxies: proxies, routes: routes, refusal: refusal)
         lease.plainCredentialsThroughOwnProxy = !ownProxy || lendsNetrc
+        if let connected {
+            lease.direct = makeClients(nil, false, connected)
+            if routes.keys.contains(where: { $0.kind == .http }) { lease.forwarding = makeClients(nil, true, connected) }
+        }
         return lease
     }
 
     func release(_ lease: ProxyLease) {
-        for route in lease.routes.values { tunnels.release(route.server, credentials: route.credentials) }
-        if let own = lease.direct { Task { await own.shutdown() } }
+        var own = [lease.direct, lease.forwarding].compactMap { $0 }
+        for route in lease.routes.values {
+            if route.ownsTunnel { own.append(route.tunnel) } else { tunnels.release(route.server, credentials: route.credentials) }
+        }
+        if !own.isEmpty { Task { for clients in own { await clients.shutdown() } } }
     }
 
     /// The way a request to `url` leaves under `lease`.
@@ -170,7 +187,9 @@ extension Fetcher {
         guard let server = lease.proxies.proxy(for: url), let route = lease.routes[server] else {
             return Way(clients: lease.direct ?? direct, route: nil, forwards: false)
         }
-        if server.kind == .http, url.lowercased().hasPrefix("http:") { return Way(clients: forwarding, route: route, forwards: true) }
+        if server.kind == .http, url.lowercased().hasPrefix("http:") {
+            return Way(clients: lease.forwarding ?? forwarding, route: route, forwards: true)
+        }
         return Way(clients: route.tunnel, route: route, forwards: false)
     }
 

@@ -1,3 +1,4 @@
+import NIOCore
 import ReachdModel
 import ReachdTransferModel
 
@@ -28,14 +29,11 @@ extension TransferScheduler {
         } catch {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        var lease = await proxyLease(for: job)
-        // A background download yields: its own clients, whose connection the receiver steers (not through a proxy).
-        let receiver = job.isBackground && lease.proxies.proxy(for: job.url) == nil
-            ? YieldingReceiver(job: job.id, pacer: pacer, logger: logger) : nil
-        if let receiver {
-            lease.direct = fetcher.makeClients(nil, false) { receiver.connected($0) }
-            receivers[job.id] = receiver
-        }
+        // A background download yields: its own clients, whose connection (to the server or to a proxy) the receiver steers.
+        let receiver = job.isBackground ? YieldingReceiver(job: job.id, pacer: pacer, logger: logger) : nil
+        let watching: (@Sendable (any Channel) -> Void)? = if let receiver { { receiver.connected($0) } } else { nil }
+        let lease = await proxyLease(for: job, watching: watching)
+        receivers[job.id] = receiver
         let steering = Task { await receiver?.run() }
         let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job),
                                           via: lease, pacer: pacer, observer: self)
@@ -68,10 +66,13 @@ extension TransferScheduler {
         await CredentialSource(netrcPath: settings.netrcPath, files: files).credentials(for: job.url)
     }
 
-    /// The proxies the job's requests may go through, held until `fetcher.release`.
-    func proxyLease(for job: Job) async -> ProxyLease {
+    /// The proxies the job's requests may go through, held until `fetcher.release`; `watching`: told each connection
+    /// the lease's own clients open.
+    func proxyLease(for job: Job, watching: (@Sendable (any Channel) -> Void)? = nil) async -> ProxyLease {
         let source = CredentialSource(netrcPath: settings.netrcPath, files: files)
-        return await fetcher.lease(proxies(of: job), lendsNetrc: !settings.access.isSystem) { await source.credentials(forHost: $0) }
+        return await fetcher.lease(proxies(of: job), lendsNetrc: !settings.access.isSystem, watching: watching) {
+            await source.credentials(forHost: $0)
+        }
     }
 
     /// Asks the server for the job's size (HEAD); the answer goes to the job's machine.

@@ -222,6 +222,31 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertFalse(outputs.contains { $0.contains(Self.password) || $0.contains(encoded) || $0.contains("nope") })
     }
 
+    func testBackgroundDownloadsThroughAProxyYieldToTheUsersOwn() throws {
+        // The bottleneck: a tbf queue on the way from the proxy (and the origin) to reachd-transfers' namespace.
+        try lab.lab.run("ip netns exec \(lab.lab.peer) tc qdisc add dev eth0 root tbf rate 16mbit burst 32kb limit 400000")
+        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\n")
+        _ = try lab.serve("background.bin", bytes: 64 << 20)
+        _ = try lab.serve("own.bin", bytes: 64 << 20, seed: 2)
+        let forwarded = try lab.add("http://mirror.test:8080/background.bin", output: lab.out + "/forwarded.bin", ["--proxy", plainProxy])
+        let tunnelled = try lab.add("https://mirror.test:8443/background.bin", output: lab.out + "/tunnelled.bin", ["--proxy", plainProxy])
+        for id in [forwarded, tunnelled] { try lab.waitFor(id, "running, with a rate") { $0.state == .running && $0.pace != nil } }
+
+        // The user's own download, through the same proxy.
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        curl.arguments = ["netns", "exec", lab.lab.host, "curl", "-s", "-x", plainProxy, "-o", "/dev/null", "http://mirror.test:8080/own.bin"]
+        try curl.run()
+        defer {
+            curl.terminate()
+            curl.waitUntilExit()
+        }
+        for (id, way) in [(forwarded, "forwarded"), (tunnelled, "through CONNECT")] {
+            let yielding = try lab.waitFor(id, "yielding to the user's download, \(way)", timeout: 60) { $0.pace?.yielding == true }
+            XCTAssertEqual(yielding.viaProxy, plainProxy)
+        }
+    }
+
     func testTheRouteToTheProxyDecidesTheCost() throws {
         // The origin is reachable straight over eth0 (unmetered); the proxy only over wwan0 (metered).
         try lab.lab.ip("route del unreachable \(TransferLab.serverAddress)/32")
