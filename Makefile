@@ -40,11 +40,13 @@ TRANSFERS_ARGS ?=
 # power-profiles-daemon mocks for the power constraints); python3-pip and python3-dbus for python-dbusmock (below);
 # tzdata for the zones the time tests switch between; python3-fuse for the file system that stops answering; tinyproxy,
 # squid and microsocks, the real proxies the transfers go through (their own services are stopped and disabled when
-# `make deps` installs them: the tests run their own, in namespaces).
+# `make deps` installs them: the tests run their own, in namespaces); xdg-desktop-portal and glib-networking, the
+# desktop's proxy settings (GNOME's resolver) that a user's instance asks for.
 DEB_PACKAGES := pkg-config libnl-3-dev libnl-route-3-dev libsystemd-dev libsqlite3-dev systemd iproute2 procps \
                 python3 nginx-light openssl dbus-daemon dbus-bin curl network-manager dnsmasq-base prometheus \
                 gcc libc6-dev libglib2.0-dev python3-gi gir1.2-glib-2.0 bash-completion zsh fish python3-pyqt6 \
-                python3-pip python3-dbus python3-dbusmock tzdata python3-fuse tinyproxy squid microsocks
+                python3-pip python3-dbus python3-dbusmock tzdata python3-fuse tinyproxy squid microsocks \
+                xdg-desktop-portal glib-networking
 # From PyPI for the tests, beside (not over) Debian's Python packages: python-dbusmock 0.38, the first with the
 # modemmanager template (Debian 12's python3-dbusmock is 0.28), into .build/test-python, which the ModemManager
 # tests put on PYTHONPATH; --no-deps, so that Debian's python3-dbus and python3-gi serve it.

@@ -9,6 +9,8 @@ public enum JobEvent: Sendable {
     case refresh
     /// The owner changed the job's own rate cap (bytes per second; nil: none), also while it runs.
     case capRate(Int64?)
+    /// The proxy the job's requests go through is another now (the desktop's settings answered anew): `Job.viaProxy`.
+    case proxyChosen(String?)
     case cancel
     /// The owner asks to drop a finished job.
     case remove

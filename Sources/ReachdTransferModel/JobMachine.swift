@@ -69,6 +69,10 @@ public struct JobMachine: Sendable {
         case .resume: resume()
         case .refresh: refresh()
         case .capRate(let rate): capRate(rate)
+        case .proxyChosen(let proxy):
+            var next = job
+            next.viaProxy = proxy
+            update(next)
         case .cancel: cancel()
         case .remove: remove()
         case .shutdown: stop(.deferral("deferred: reachd-transfers stopped"))

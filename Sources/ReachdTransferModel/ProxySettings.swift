@@ -105,7 +105,8 @@ public struct NoProxyList: Hashable, Sendable {
     }
 }
 
-/// The proxy a job's requests go through: the job's own (`Job.proxy`: a URL, or `none`), else the instance's settings.
+/// The proxy a job's requests go through: the job's own (`Job.proxy`: a URL, or `none`), else the instance's settings,
+/// else what the desktop's settings say for the job's URL (for every request of the job, its redirects' too).
 public struct JobProxy: Hashable, Sendable {
     /// What a job asks for to go straight to the server, whatever the instance's settings.
     public static let none = "none"
@@ -114,10 +115,13 @@ public struct JobProxy: Hashable, Sendable {
     public var asked: String?
     /// The instance's settings.
     public var instance: ProxySettings?
+    /// The desktop's answer for the job's URL, asked only where neither of the others names a proxy.
+    public var desktop: DesktopProxy?
 
-    public init(asked: String?, instance: ProxySettings?) {
+    public init(asked: String?, instance: ProxySettings?, desktop: DesktopProxy? = nil) {
         self.asked = asked
         self.instance = instance
+        self.desktop = desktop
     }
 
     /// Checks a job's proxy as a client gives it: `none`, or a proxy URL.
@@ -131,7 +135,8 @@ public struct JobProxy: Hashable, Sendable {
         switch asked {
         case Self.none?: nil
         case let text?: try? ProxyServer(text)
-        case nil: (try? TransferURL(url)).flatMap { instance?.proxy(for: $0) }
+        case nil where instance != nil: (try? TransferURL(url)).flatMap { instance?.proxy(for: $0) }
+        case nil: desktop?.server
         }
     }
 

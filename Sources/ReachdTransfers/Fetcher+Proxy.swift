@@ -151,6 +151,12 @@ extension Fetcher {
             do { servers = [try ProxyServer(asked)] } catch { refusal = "failed: the job's proxy cannot be used (\(error))" }
         } else if proxies.asked == nil, let instance = proxies.instance {
             servers = [instance.http, instance.https].compactMap { $0 }
+        } else if proxies.asked == nil, let desktop = proxies.desktop {
+            switch desktop {
+            case .direct: break
+            case .proxy(let server): servers = [server]
+            case .unusable(let why): refusal = "failed: the desktop's proxy settings give no proxy that can be used (\(why))"
+            }
         }
         let ownProxy = proxies.asked != nil
         var routes: [ProxyServer: ProxyLease.Route] = [:]

@@ -30,6 +30,7 @@ actor OfflineCache {
     private let threshold: Int64
     /// The instance's proxies (`[downloads] proxy`, else its environment).
     private let proxies: ProxySettings?
+    private let desktopProxies: DesktopProxyResolver?
     /// The instance's caps, which fetches share with its jobs.
     private let instanceRate: SharedRate?
     private let meteredRate: SharedRate?
@@ -39,8 +40,10 @@ actor OfflineCache {
 
     init(store: JobStore, files: UserFiles, fetcher: Fetcher, hosts: any HostVerdicts, credentials: CredentialSource,
          directory: String, shared: Bool, limits: CacheEviction.Limits, threshold: Int64, proxies: ProxySettings? = nil,
+         desktopProxies: DesktopProxyResolver? = nil,
          instanceRate: SharedRate? = nil, meteredRate: SharedRate? = nil, metrics: TransferMetrics? = nil, logger: Logger) {
         self.proxies = proxies
+        self.desktopProxies = desktopProxies
         self.instanceRate = instanceRate
         self.meteredRate = meteredRate
         self.metrics = metrics
@@ -60,7 +63,8 @@ actor OfflineCache {
     func fetch(_ url: String, owner: Owner, proxy: String? = nil) async throws(ProtocolError) -> FetchResult {
         _ = try TransferScheduler.admit(url: url)
         guard let key = CacheKey.key(method: "GET", url: url) else { throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"") }
-        let way = JobProxy(asked: proxy, instance: proxies)
+        var way = JobProxy(asked: proxy, instance: proxies)
+        if proxy == nil, let desktopProxies { way.desktop = await desktopProxies.lookup(url) }
         // The route to the proxy, when there is one, decides what the fetch may cost.
         guard let host = way.gatingHost(for: url) else { throw ProtocolError(.invalidURL, "invalid URL \"\(url.prefix(200))\"") }
         let flight = "\(owner.uid) \(key) \(way.proxy(for: url)?.url ?? "")"

@@ -69,8 +69,9 @@ extension TransferScheduler {
     /// The proxies the job's requests may go through, held until `fetcher.release`; `watching`: told each connection
     /// the lease's own clients open.
     func proxyLease(for job: Job, watching: (@Sendable (any Channel) -> Void)? = nil) async -> ProxyLease {
+        await askDesktop(about: job.id)
         let source = CredentialSource(netrcPath: settings.netrcPath, files: files)
-        return await fetcher.lease(proxies(of: job), lendsNetrc: !settings.access.isSystem, watching: watching) {
+        return await fetcher.lease(proxies(of: machines[job.id]?.job ?? job), lendsNetrc: !settings.access.isSystem, watching: watching) {
             await source.credentials(forHost: $0)
         }
     }

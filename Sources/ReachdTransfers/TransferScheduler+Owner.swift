@@ -91,6 +91,7 @@ extension TransferScheduler {
         deleteRows(ids)
         for id in ids {
             machines[id] = nil
+            desktopAnswers[id] = nil
             unwatchHost(of: id)
         }
     }
@@ -127,10 +128,12 @@ extension TransferScheduler {
     /// Stores a new job (running `undo` when that fails) and starts following it.
     private func enqueue(_ job: Job, undo: () async -> Void = {}) async throws(ProtocolError) -> Job {
         var job = job
+        desktopAnswers[job.id] = await desktopAnswer(for: job)
         job.viaProxy = proxy(for: job)?.description
         do {
             try store.save(job)
         } catch {
+            desktopAnswers[job.id] = nil
             await undo()
             logger.error("job \(job.id) refused: the job table cannot be written (\(Self.reason(error)))")
             throw ProtocolError(.internalError, "the job table cannot be written (\(Self.reason(error))): the job is not added")

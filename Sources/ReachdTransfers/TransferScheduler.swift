@@ -21,6 +21,9 @@ actor TransferScheduler: FetchObserver {
         var netrcPath: String?
         /// The instance's proxies (`[downloads] proxy`, else its environment); nil: none.
         var proxies: ProxySettings?
+        /// Where the desktop's proxy settings are asked per job (a user's instance whose configuration and
+        /// environment name no proxy); nil: nowhere.
+        var desktopProxies: DesktopProxyResolver?
         /// The instance's caps (`[downloads] max_rate`, `metered_max_rate`), shared by its transfers; nil: none.
         var instanceRate: SharedRate?
         var meteredRate: SharedRate?
@@ -58,6 +61,8 @@ actor TransferScheduler: FetchObserver {
     var running: [String: Task<Void, Never>] = [:]
     /// The pacer of each attempt under way: the scheduler changes its caps while it runs.
     var pacers: [String: RatePacer] = [:]
+    /// The desktop's last answer for each job whose proxy it decides.
+    var desktopAnswers: [String: DesktopProxy] = [:]
     /// The receive side of each background download under way.
     var receivers: [String: YieldingReceiver] = [:]
     /// In which order the attempts under way started: a job's budget reservation counts those started before it.
@@ -129,6 +134,7 @@ actor TransferScheduler: FetchObserver {
             watchHost(of: cell.job)
         }
         reschedule()
+        askDesktopAboutAll()
     }
 
     /// Takes the host verdicts of `verdicts`, batch by batch in order, until the stream ends.
@@ -142,7 +148,7 @@ actor TransferScheduler: FetchObserver {
     }
 
     /// How the job's requests choose their proxy.
-    func proxies(of job: Job) -> JobProxy { JobProxy(asked: job.proxy, instance: settings.proxies) }
+    func proxies(of job: Job) -> JobProxy { JobProxy(asked: job.proxy, instance: settings.proxies, desktop: desktopAnswers[job.id]) }
 
     /// The proxy the job's requests go through; nil: straight to the server.
     func proxy(for job: Job) -> ProxyServer? { proxies(of: job).proxy(for: job.url) }

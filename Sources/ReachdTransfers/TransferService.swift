@@ -25,6 +25,9 @@ public struct TransferServiceOptions: Sendable {
     public var networkManager: Bus
     /// The bus where UPower and power-profiles-daemon are read (none: power constraints are taken as met).
     public var power: Bus
+    /// The bus where xdg-desktop-portal's ProxyResolver is asked (none: not at all), where the configuration and the
+    /// environment name no proxy.
+    public var proxyResolver: Bus
     /// Who may use this instance.
     public var access: InstanceAccess
     /// Where per-host verdicts come from.
@@ -41,8 +44,9 @@ public struct TransferServiceOptions: Sendable {
 
     public init(socketPath: String?, stateDirectory: String, cacheDirectory: String, configuration: Configuration, access: InstanceAccess,
                 verdicts: VerdictSource, watcher: NetworkView.Options = .init(),
-                bus: Bus = .system, networkManager: Bus = .system, power: Bus = .system) {
+                bus: Bus = .system, networkManager: Bus = .system, power: Bus = .system, proxyResolver: Bus = .none) {
         self.access = access
+        self.proxyResolver = proxyResolver
         self.power = power
         self.verdicts = verdicts
         self.bus = bus
@@ -83,6 +87,12 @@ public enum TransferService {
         settings.concurrency = options.configuration.transferConcurrency
         settings.netrcPath = netrc
         settings.proxies = try InstanceProxies.settings(configuration: options.configuration, logger: logger)
+        if settings.proxies == nil, options.configuration.transferProxy == nil, !options.access.isSystem,
+           let resolver = DesktopProxyResolver.start(on: options.proxyResolver, logger: logger) {
+            settings.desktopProxies = resolver
+            // Stopped after the scheduler (the last added stops first): no lookup is left waiting on it.
+            services.add(started: resolver)
+        }
         settings.instanceRate = options.configuration.transferMaximumRate.map { SharedRate(bytesPerSecond: $0) }
         settings.meteredRate = options.configuration.meteredTransferMaximumRate.map { SharedRate(bytesPerSecond: $0) }
         settings.maximumJobsPerUser = options.configuration.maximumJobsPerUser
@@ -115,7 +125,7 @@ public enum TransferService {
             directory: options.cacheDirectory, shared: shared,
             limits: CacheEviction.Limits(capacity: options.configuration.cacheCapacity, entries: options.configuration.cacheMaximumEntries,
                                          entriesPerUser: options.configuration.cacheMaximumEntriesPerUser),
-            threshold: options.configuration.meteredThreshold, proxies: settings.proxies,
+            threshold: options.configuration.meteredThreshold, proxies: settings.proxies, desktopProxies: settings.desktopProxies,
             instanceRate: settings.instanceRate, meteredRate: settings.meteredRate, metrics: metrics, logger: logger
         )
         services.add(started: try await TransferServer(endpoint: endpoint, scheduler: scheduler, cache: cache, access: options.access, logger: logger))

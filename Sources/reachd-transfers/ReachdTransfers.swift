@@ -82,6 +82,9 @@ struct TransfersCommand: AsyncParsableCommand {
     @Option(help: "Bus where UPower and power-profiles-daemon are read, for jobs' power constraints, and logind's sleep followed (none: the constraints are taken as met, and transfers are not stopped before a sleep).")
     var power: Bus = .system
 
+    @Option(help: "Bus where the desktop's proxy settings are asked per job, of xdg-desktop-portal's ProxyResolver, when neither the configuration nor the environment names a proxy. Default: session; the system instance never asks (none).")
+    var proxyResolver: Bus?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
         guard ["auto", "reachd", "netlink"].contains(verdicts) else { throw ValidationError("--verdicts must be auto, reachd or netlink") }
@@ -137,7 +140,7 @@ struct TransfersCommand: AsyncParsableCommand {
                 options: TransferServiceOptions(
                     socketPath: path, stateDirectory: state, cacheDirectory: cache, configuration: configuration, access: access,
                     verdicts: source, watcher: .init(sysfsRoot: sysfsRoot), bus: bus ?? (system ? .system : .session),
-                    networkManager: networkmanager, power: power
+                    networkManager: networkmanager, power: power, proxyResolver: system ? .none : proxyResolver ?? .session
                 ),
                 logger: logger
             )

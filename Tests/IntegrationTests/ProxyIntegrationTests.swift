@@ -222,6 +222,50 @@ final class ProxyIntegrationTests: XCTestCase {
         XCTAssertFalse(outputs.contains { $0.contains(Self.password) || $0.contains(encoded) || $0.contains("nope") })
     }
 
+    func testAUsersInstanceAsksTheDesktopsSettingsThroughThePortalWhenNothingElseNamesAProxy() throws {
+        let portal = try DesktopPortal(directory: lab.lab.directory)
+        defer { portal.stop() }
+        try portal.start(proxySettings: """
+            [system/proxy]
+            mode='manual'
+            ignore-hosts=['direct.test']
+
+            [system/proxy/http]
+            host='proxy.test'
+            port=3128
+
+            [system/proxy/https]
+            host='proxy.test'
+            port=3128
+            """)
+        let user = try lab.makeUser("p")
+        try lab.startDaemon(config: "[downloads]\nca_file = \"\(tls)/ca.pem\"\n", arguments: ["--proxy-resolver", "session"],
+                            environment: ["DBUS_SESSION_BUS_ADDRESS": portal.bus.address], user: user)
+        let sum = try lab.serve("f.bin", bytes: 300_000)
+        func add(_ url: String, _ name: String) throws -> String {
+            let result = try lab.download(["add", url, "--output", user.home + "/" + name], user: user.name)
+            guard result.status == 0 else { throw LabError("add failed: \(result.err)") }
+            return result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // Only the proxy reaches mirror.test: these complete only through the proxy the portal names.
+        let forwarded = try add("http://mirror.test:8080/f.bin", "forwarded.bin")
+        let tunnelled = try add("https://mirror.test:8443/f.bin", "tunnelled.bin")
+        let ignored = try add("http://direct.test:8080/f.bin", "ignored.bin")
+        for id in [forwarded, tunnelled, ignored] {
+            let waited = try lab.download(["wait", id, "--timeout", "30"], user: user.name)
+            XCTAssertEqual(waited.status, 0, waited.out + waited.err)
+        }
+        for name in ["forwarded", "tunnelled", "ignored"] { XCTAssertEqual(try lab.sha256(user.home + "/\(name).bin"), sum, name) }
+        XCTAssertTrue(try lab.download(["show", forwarded], user: user.name).out.contains("via proxy http://proxy.test:3128"))
+        XCTAssertFalse(try lab.download(["show", ignored], user: user.name).out.contains("via proxy"))
+        XCTAssertTrue(asked("/f.bin").contains { $0.hasPrefix("192.0.2.") }, "ignore-hosts went straight: \(originRequests)")
+        // The offline cache asks the portal too.
+        let fetch = try lab.reachctl(["fetch", "http://mirror.test:8080/f.bin", "--output", user.home + "/fetched.bin"], user: user.name)
+        XCTAssertEqual(fetch.status, 0, fetch.err)
+        XCTAssertEqual(try lab.sha256(user.home + "/fetched.bin"), sum)
+        XCTAssertTrue(lab.log.contains("transfers ask the desktop's proxy settings"), lab.log)
+    }
+
     func testBackgroundDownloadsThroughAProxyYieldToTheUsersOwn() throws {
         // The bottleneck: a tbf queue on the way from the proxy (and the origin) to reachd-transfers' namespace.
         try lab.lab.run("ip netns exec \(lab.lab.peer) tc qdisc add dev eth0 root tbf rate 16mbit burst 32kb limit 400000")

@@ -266,6 +266,7 @@ final class TransferLab {
                "--sysfs-root", lab.sysfsRoot, "--log-level", "debug"] + (arguments.contains("--bus") ? [] : ["--bus", "none"])
             + (arguments.contains("--networkmanager") ? [] : ["--networkmanager", "none"])
             + (arguments.contains("--power") ? [] : ["--power", "none"])
+            + (arguments.contains("--proxy-resolver") ? [] : ["--proxy-resolver", "none"])
             + (arguments.contains("--verdicts") ? [] : ["--verdicts", "netlink"]) + arguments
         if let config {
             let path = lab.directory + "/transfers.toml"

@@ -72,6 +72,17 @@ final class JobMachineOwnerTests: XCTestCase {
         }
     }
 
+    func testANewProxyIsShownInEveryStateWithoutChangingIt() {
+        for state in JobState.allCases {
+            var machine = state == .running ? F.running(F.job(state)) : F.machine(F.job(state))
+            let actions = machine.handle(.proxyChosen("http://proxy.example:3128"), at: F.at(5))
+            XCTAssertEqual(machine.job.viaProxy, "http://proxy.example:3128", "\(state)")
+            XCTAssertEqual(machine.job.state, state)
+            XCTAssertTrue(actions.contains { if case .notify(let job) = $0 { job.viaProxy != nil } else { false } }, "\(state)")
+            XCTAssertTrue(machine.handle(.proxyChosen("http://proxy.example:3128"), at: F.at(6)).isEmpty, "the same proxy again: \(state)")
+        }
+    }
+
     func testCancelInEveryState() {
         let table: [(JobState, Bool, JobState, [JobAction])] = [
             (.queued, false, .cancelled, [.unwatchHost, .removePartial]),
