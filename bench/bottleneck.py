@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""bench/transfers' bottleneck run, downloads then uploads: a router namespace between the client's and the server's,
+"""bench/transfers' bottleneck run, downloads (straight, then through tinyproxy beside the server) then uploads: a router namespace between the client's and the server's,
 whose tbf queue (towards the client, then towards the server) is a home router's (--rate-mbit, and --queue-ms of buffer; in a namespace of its own, so that the server's
 TCP sees the queue as on a real path, not its own small queues), the server (nginx) sending with the namespaces'
 congestion control (cubic by default). Prints, for
 reachd-transfers' background transfer and for plain curl as the background in the same run: the share of its speed
 alone a user's own transfer (curl) keeps beside it, the round trip it adds to an interactive one (ping through the
 same queue), and its own use of the bottleneck when alone. Rates are counted over --seconds after a second's warm-up."""
-import argparse, signal, subprocess, threading, time
+import argparse, os, shutil, signal, subprocess, threading, time
 from transfer_lab import Client, Daemon, add, configure, piped_rate, rate_over, sh, watched
 
 parser = argparse.ArgumentParser()
@@ -68,9 +68,10 @@ def queue_on(link):
        "burst", "32kb", "limit", str(queue_bytes))
 
 
-def run(direction):
+def run(direction, proxy=None):
     """One direction's figures: the user's transfer alone, then reachd-transfers' background job alone (its use, the
-    round trip it adds) and beside the user's, then plain curl as the background."""
+    round trip it adds) and beside the user's, then plain curl as the background; both backgrounds through `proxy` when
+    given (the user's own transfer straight)."""
     upload = direction == "upload"
     queue_on("bnr2" if upload else "bnr1")
     # An upload has a length of its own: the upload server reads bodies of a known length, not chunked ones.
@@ -83,6 +84,9 @@ def run(direction):
     daemon = Daemon()
     request = {"op": "upload", "file": f"{work}/www/bottleneck.bin", "url": "http://mirror.test:8082/sink"} if upload else \
         {"op": "add", "url": url, "output": f"{work}/out/bottleneck.bin"}
+    background_kind = direction + (" through a proxy" if proxy else "")
+    if proxy:
+        request["proxy"] = proxy
     job = Client().call(request)["job"]["id"]
     watcher = watched(job)
     ours_alone, ours_ping = during(lambda: rate_over(watcher, {job}, args.seconds), args.seconds)
@@ -92,7 +96,7 @@ def run(direction):
     daemon.kill(signal.SIGTERM)
     # Plain curl as the background: the user's transfer beside it, then the round trip beside it alone; alone, it uses
     # what the user's transfer alone used.
-    background = subprocess.Popen(curl, stdin=subprocess.PIPE if upload else subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    background = subprocess.Popen(curl + (["-x", proxy] if proxy else []), stdin=subprocess.PIPE if upload else subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     feeding = threading.Thread(target=feed, args=(background,), daemon=True) if upload else None
     if feeding:
         feeding.start()
@@ -101,10 +105,10 @@ def run(direction):
     _, curl_ping = during(lambda: time.sleep(args.seconds), args.seconds)
     background.kill()
     background.wait()
-    print(f"reachd-transfers' background {direction}: a user's {direction} keeps {shared / alone * 100:.0f} % of its speed alone "
+    print(f"reachd-transfers' background {background_kind}: a user's {direction} keeps {shared / alone * 100:.0f} % of its speed alone "
           f"(target 85 %); it adds {ours_ping - idle:.1f} ms to the round trip (target 25 ms); alone it uses "
           f"{ours_alone / bottleneck * 100:.0f} % of the bottleneck (target 85 %); the job showed {state.get('pace')}")
-    print(f"plain curl as the background {direction}: a user's {direction} keeps {beside_curl / alone * 100:.0f} % of its speed "
+    print(f"plain curl as the background {background_kind}: a user's {direction} keeps {beside_curl / alone * 100:.0f} % of its speed "
           f"alone; it adds {curl_ping - idle:.1f} ms to the round trip; alone it uses {alone / bottleneck * 100:.0f} % of the bottleneck")
 
 
@@ -120,7 +124,25 @@ def feed(process):
 
 print(f"server congestion control {sh('ip', 'netns', 'exec', peer, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}, "
       f"client's {sh('ip', 'netns', 'exec', ns, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}")
-for direction in ("download", "upload"):
-    run(direction)
+run("download")
+# The proxy beside the server resolves the origin's name in the server's namespace.
+os.makedirs(f"/etc/netns/{peer}", exist_ok=True)
+with open(f"/etc/netns/{peer}/hosts", "w") as hosts:
+    hosts.write("127.0.0.1 localhost\n203.0.113.80 mirror.test\n")
+with open(f"{work}/tinyproxy.conf", "w") as conf:
+    conf.write("User nobody\nGroup nogroup\nPort 3128\nListen 203.0.113.80\nTimeout 60\nMaxClients 16\n")
+tinyproxy = subprocess.Popen(["ip", "netns", "exec", peer, "tinyproxy", "-d", "-c", f"{work}/tinyproxy.conf"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(250):
+    if subprocess.run(["ip", "netns", "exec", ns, "curl", "-s", "-o", "/dev/null", "-x", "http://mirror.test:3128", "-r", "0-0", url]).returncode == 0:
+        break
+    time.sleep(0.02)
+else:
+    raise RuntimeError("tinyproxy beside the server does not answer")
+run("download", proxy="http://mirror.test:3128")
+tinyproxy.kill()
+tinyproxy.wait()
+shutil.rmtree(f"/etc/netns/{peer}")
+run("upload")
 # The client's link to the router, and its route, go with the router's namespace.
 sh("ip", "netns", "del", router)

@@ -12,7 +12,7 @@ package final class BusConnection: @unchecked Sendable {
     private var bus: OpaquePointer?
     private var slots: [OpaquePointer] = []
     private let thread: PollThread
-    private let queue = Mutex<[@Sendable (OpaquePointer) -> Void]>([])
+    private let queue = Mutex<(work: [@Sendable (OpaquePointer) -> Void], closed: Bool)>(([], false))
 
     /// Connects to the system or the session bus (`DBUS_SESSION_BUS_ADDRESS`).
     package init(_ which: Bus) throws {
@@ -59,6 +59,7 @@ package final class BusConnection: @unchecked Sendable {
 
     /// Stops the thread and closes the connection.
     package func stop() {
+        queue.withLock { $0.closed = true }
         thread.stop()
         for slot in slots { sd_bus_slot_unref(slot) }
         slots = []
@@ -66,16 +67,21 @@ package final class BusConnection: @unchecked Sendable {
         bus = nil
     }
 
-    /// Runs `work` on the bus thread with the bus.
-    package func perform(_ work: @escaping @Sendable (OpaquePointer) -> Void) {
-        queue.withLock { $0.append(work) }
+    /// Runs `work` on the bus thread with the bus; false (and never run) once the connection is stopping.
+    @discardableResult
+    package func perform(_ work: @escaping @Sendable (OpaquePointer) -> Void) -> Bool {
+        guard queue.withLock({ queue in
+            if !queue.closed { queue.work.append(work) }
+            return !queue.closed
+        }) else { return false }
         thread.wake()
+        return true
     }
 
     /// One round of the bus thread: handles what came in and what was handed over, sends, and says what to wait on.
     private func serve(_ bus: OpaquePointer) -> (fds: [pollfd], timeout: Int32) {
         while sd_bus_process(bus, nil) > 0 {}
-        for work in queue.withLock({ pending -> [@Sendable (OpaquePointer) -> Void] in defer { pending = [] }; return pending }) {
+        for work in queue.withLock({ pending -> [@Sendable (OpaquePointer) -> Void] in defer { pending.work = [] }; return pending.work }) {
             work(bus)
         }
         _ = sd_bus_flush(bus)

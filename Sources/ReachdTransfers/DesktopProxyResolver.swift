@@ -9,8 +9,11 @@ import Glibc
 #endif
 
 /// The desktop's proxy settings (GNOME's, KDE's, a PAC script), asked per URL of xdg-desktop-portal's
-/// `org.freedesktop.portal.ProxyResolver.Lookup` on the session bus. A lookup has a deadline (`timeoutMicroseconds`)
-/// and its answer is read within `DesktopProxy`'s bounds; a portal that is not there, fails or is late gives no answer.
+/// `org.freedesktop.portal.ProxyResolver.Lookup` on the session bus, of the portal that runs: it is never started
+/// (activated) for a lookup, since a portal started before the session has set its desktop up reads the wrong settings
+/// for the rest of the session. A lookup has a deadline (`timeoutMicroseconds`, and the same again on this side, should
+/// the bus not answer at all) and ends when its task is cancelled; its answer is read within `DesktopProxy`'s bounds. A
+/// portal that is not there, fails or is late gives no answer.
 final class DesktopProxyResolver: StartedComponent {
     static let portal = "org.freedesktop.portal.Desktop"
     static let path = "/org/freedesktop/portal/desktop"
@@ -50,25 +53,51 @@ final class DesktopProxyResolver: StartedComponent {
 
     /// What the desktop's settings say for `url`; nil when the portal gave no answer.
     func lookup(_ url: String) async -> DesktopProxy? {
-        let entries = await withCheckedContinuation { continuation in
-            let pending = PendingLookup(continuation)
-            connection.perform { bus in pending.send(url, on: bus) }
+        let pending = PendingLookup()
+        let entries = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                pending.wait(continuation)
+                guard connection.perform({ bus in pending.send(url, on: bus) }) else { return pending.resume(nil) }
+                Task {
+                    try? await Task.sleep(for: .microseconds(Self.timeoutMicroseconds + 1_000_000))
+                    pending.resume(nil)
+                }
+            }
+        } onCancel: {
+            pending.resume(nil)
         }
         return entries.map { DesktopProxy(answer: $0) }
     }
 }
 
-/// One lookup in flight, resumed exactly once: by its reply, by a failure to send it, or when its slot goes (the
-/// connection closed before an answer).
+/// One lookup in flight, resumed exactly once: by its reply, a failure to send it, its slot going (the connection
+/// closed before an answer), its deadline or its task's cancellation, whichever comes first.
 private final class PendingLookup: Sendable {
-    private let continuation: Mutex<CheckedContinuation<[String]?, Never>?>
+    private enum State {
+        case ready
+        case waiting(CheckedContinuation<[String]?, Never>)
+        case over
+    }
 
-    init(_ continuation: CheckedContinuation<[String]?, Never>) {
-        self.continuation = Mutex(continuation)
+    private let state = Mutex(State.ready)
+
+    /// The caller waits; a lookup already over (cancelled before) resumes it at once.
+    func wait(_ continuation: CheckedContinuation<[String]?, Never>) {
+        let over = state.withLock { state -> Bool in
+            guard case .ready = state else { return true }
+            state = .waiting(continuation)
+            return false
+        }
+        if over { continuation.resume(returning: nil) }
     }
 
     func resume(_ entries: [String]?) {
-        continuation.withLock { $0.take() }?.resume(returning: entries)
+        let waiting = state.withLock { state -> CheckedContinuation<[String]?, Never>? in
+            defer { state = .over }
+            if case .waiting(let continuation) = state { return continuation }
+            return nil
+        }
+        waiting?.resume(returning: entries)
     }
 
     /// Sends the call on the bus thread; the slot, floating, holds this lookup until the reply or the connection ends.
@@ -77,7 +106,8 @@ private final class PendingLookup: Sendable {
         guard sd_bus_message_new_method_call(bus, &message, DesktopProxyResolver.portal, DesktopProxyResolver.path,
                                              DesktopProxyResolver.interface, "Lookup") >= 0, let message else { return resume(nil) }
         defer { sd_bus_message_unref(message) }
-        guard url.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return resume(nil) }
+        guard sd_bus_message_set_auto_start(message, 0) >= 0,
+              url.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return resume(nil) }
         let context = Unmanaged.passRetained(self).toOpaque()
         var slot: OpaquePointer?
         guard sd_bus_call_async(bus, &slot, message, lookupAnswered, context, DesktopProxyResolver.timeoutMicroseconds) >= 0,

@@ -32,8 +32,11 @@ struct ProxyLease: Sendable {
 
     let proxies: JobProxy
     let routes: [ProxyServer: Route]
-    /// Why no request may go (the job's own proxy no longer reads as one); nil: they may.
-    var refusal: String?
+    /// Why no request may go, as the attempt's outcome (the job's own proxy no longer reads as one: it fails; the desktop's
+    /// settings give none that can be used: it is tried again later); nil: they may.
+    var refusal: FetchOutcome?
+    /// For a job whose proxy the desktop's settings decide: asks them for a redirect's URL (nil: no answer).
+    var desktopLookup: (@Sendable (String) async -> DesktopProxy?)?
     /// Clients of the attempt's own for requests that go straight to the server, and for plain http a proxy forwards
     /// (a yielding download's, whose connections it watches); nil: the fetcher's. Shut down by `Fetcher.release`.
     var direct: ClientPair?
@@ -146,16 +149,16 @@ extension Fetcher {
     func lease(_ proxies: JobProxy, lendsNetrc: Bool, watching connected: (@Sendable (any Channel) -> Void)? = nil,
                netrc: (String) async -> Credentials?) async -> ProxyLease {
         var servers: [ProxyServer] = []
-        var refusal: String?
+        var refusal: FetchOutcome?
         if let asked = proxies.asked, asked != JobProxy.none {
-            do { servers = [try ProxyServer(asked)] } catch { refusal = "failed: the job's proxy cannot be used (\(error))" }
+            do { servers = [try ProxyServer(asked)] } catch { refusal = .failed(reason: "failed: the job's proxy cannot be used (\(error))") }
         } else if proxies.asked == nil, let instance = proxies.instance {
             servers = [instance.http, instance.https].compactMap { $0 }
         } else if proxies.asked == nil, let desktop = proxies.desktop {
             switch desktop {
             case .direct: break
             case .proxy(let server): servers = [server]
-            case .unusable(let why): refusal = "failed: the desktop's proxy settings give no proxy that can be used (\(why))"
+            case .unusable(let why): refusal = .retry(reason: "the desktop's proxy settings give no proxy that can be used (\(why))", retryAfter: nil)
             }
         }
         let ownProxy = proxies.asked != nil
@@ -223,5 +226,21 @@ extension Fetcher {
         case nil: nil
         }
         return .server(host: server.host, port: server.port, authorization: authorization)
+    }
+}
+
+extension Fetcher {
+    /// Where the desktop's settings decide a job's proxy, a redirect to another host goes only the way the lease has
+    /// (the same proxy, or straight): the settings are asked for its URL, and a hop they would send another way, or that
+    /// they do not answer for, ends the attempt, to be tried again.
+    static func desktopRefusal(of target: String, from first: String, under lease: ProxyLease) async -> FetchOutcome? {
+        guard let lookup = lease.desktopLookup, let desktop = lease.proxies.desktop,
+              (try? TransferURL(target))?.host != (try? TransferURL(first))?.host else { return nil }
+        let answer = await lookup(target)
+        guard let answer, answer.server == desktop.server, answer.server != nil || answer == .direct else {
+            let host = (try? TransferURL(target))?.host ?? "?"
+            return .retry(reason: "redirected to \(host), which the desktop's proxy settings send another way: not followed", retryAfter: nil)
+        }
+        return nil
     }
 }

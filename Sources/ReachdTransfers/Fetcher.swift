@@ -114,9 +114,10 @@ final class Fetcher: Sendable {
         case .success(let withCredentials): sent = withCredentials
         }
         let follows = CredentialRule.followsRedirects(credentials: credentials, hasBody: request.body != nil)
-        if let refusal = lease.refusal { return .failure(OutcomeError(.failed(reason: refusal))) }
-        // With a proxy in play, async-http-client follows nothing: it would take every hop the first one's way.
-        let followsHere = follows && !lease.routes.isEmpty
+        if let refusal = lease.refusal { return .failure(OutcomeError(refusal)) }
+        // With a proxy in play (or the desktop's settings deciding), async-http-client follows nothing: it would take every
+        // hop the first one's way.
+        let followsHere = follows && (!lease.routes.isEmpty || lease.desktopLookup != nil)
         var visited = [sent.url]
         while true {
             let way = way(for: sent.url, under: lease)
@@ -140,6 +141,9 @@ final class Fetcher: Sendable {
                                                from: sent.url) else { return .success(response) }
             guard visited.count <= 5, !visited.contains(target) else {
                 return .failure(OutcomeError(TransportFailure.redirectLimit.outcome(cancelled: false)))
+            }
+            if let refusal = await Self.desktopRefusal(of: target, from: visited[0], under: lease) {
+                return .failure(OutcomeError(refusal))
             }
             visited.append(target)
             sent.url = target

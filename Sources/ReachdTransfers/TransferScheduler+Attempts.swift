@@ -71,9 +71,14 @@ extension TransferScheduler {
     func proxyLease(for job: Job, watching: (@Sendable (any Channel) -> Void)? = nil) async -> ProxyLease {
         await askDesktop(about: job.id)
         let source = CredentialSource(netrcPath: settings.netrcPath, files: files)
-        return await fetcher.lease(proxies(of: machines[job.id]?.job ?? job), lendsNetrc: !settings.access.isSystem, watching: watching) {
+        let proxies = proxies(of: machines[job.id]?.job ?? job)
+        var lease = await fetcher.lease(proxies, lendsNetrc: !settings.access.isSystem, watching: watching) {
             await source.credentials(forHost: $0)
         }
+        if proxies.asked == nil, proxies.instance == nil, proxies.desktop != nil, let resolver = settings.desktopProxies {
+            lease.desktopLookup = { await resolver.lookup($0) }
+        }
+        return lease
     }
 
     /// Asks the server for the job's size (HEAD); the answer goes to the job's machine.

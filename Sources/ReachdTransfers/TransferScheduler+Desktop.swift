@@ -13,8 +13,8 @@ extension TransferScheduler {
     /// Asks again for a job being followed; a new answer moves the job's watch to the host it now depends on, shows
     /// the job's proxy, and decides the queue again.
     func askDesktop(about id: String) async {
-        guard let job = machines[id]?.job, let answer = await desktopAnswer(for: job),
-              let current = machines[id]?.job, answer != desktopAnswers[id] else { return }
+        guard !stopping, let job = machines[id]?.job, let answer = await desktopAnswer(for: job),
+              !stopping, let current = machines[id]?.job, answer != desktopAnswers[id] else { return }
         let host = proxies(of: current).gatingHost(for: current.url)
         desktopAnswers[id] = answer
         if jobHosts.host(of: id) != nil, proxies(of: current).gatingHost(for: current.url) != host {
@@ -31,6 +31,8 @@ extension TransferScheduler {
         guard settings.desktopProxies != nil else { return }
         let ids = machines.values.filter { $0.job.proxy == nil && (!$0.job.state.isTerminal || $0.job.download?.refreshSeconds != nil) }
             .map(\.job.id)
-        Task { for id in ids { await self.askDesktop(about: id) } }
+        desktopQuestions = Task {
+            for id in ids where !Task.isCancelled { await self.askDesktop(about: id) }
+        }
     }
 }

@@ -61,8 +61,9 @@ actor TransferScheduler: FetchObserver {
     var running: [String: Task<Void, Never>] = [:]
     /// The pacer of each attempt under way: the scheduler changes its caps while it runs.
     var pacers: [String: RatePacer] = [:]
-    /// The desktop's last answer for each job whose proxy it decides.
+    /// The desktop's last answer for each job whose proxy it decides, and the questions asked at start.
     var desktopAnswers: [String: DesktopProxy] = [:]
+    var desktopQuestions: Task<Void, Never>?
     /// The receive side of each background download under way.
     var receivers: [String: YieldingReceiver] = [:]
     /// In which order the attempts under way started: a job's budget reservation counts those started before it.
@@ -329,6 +330,7 @@ actor TransferScheduler: FetchObserver {
     func stopAll() async {
         stopping = true
         wakeTimer?.cancel()
+        desktopQuestions?.cancel()
         tableRetry?.cancel()
         let tasks = Array(running.values)
         for id in Array(running.keys) { feed(.shutdown, to: id) }

@@ -88,6 +88,8 @@ struct TransfersCommand: AsyncParsableCommand {
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \"\(logLevel)\"") }
         guard ["auto", "reachd", "netlink"].contains(verdicts) else { throw ValidationError("--verdicts must be auto, reachd or netlink") }
+        guard proxyResolver != .system else { throw ValidationError("--proxy-resolver takes session or none: the portal is on the session bus") }
+        guard !system || proxyResolver != .session else { throw ValidationError("the system instance never asks a desktop: --proxy-resolver session is refused") }
     }
 
     func run() async throws {

@@ -276,10 +276,11 @@ final class ProxyIntegrationTests: XCTestCase {
         let tunnelled = try lab.add("https://mirror.test:8443/background.bin", output: lab.out + "/tunnelled.bin", ["--proxy", plainProxy])
         for id in [forwarded, tunnelled] { try lab.waitFor(id, "running, with a rate") { $0.state == .running && $0.pace != nil } }
 
-        // The user's own download, through the same proxy.
+        // The user's own downloads, through the same proxy, one after another for as long as the test waits.
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        curl.arguments = ["netns", "exec", lab.lab.host, "curl", "-s", "-x", plainProxy, "-o", "/dev/null", "http://mirror.test:8080/own.bin"]
+        curl.arguments = ["netns", "exec", lab.lab.host, "sh", "-c",
+                          "trap 'kill 0' TERM; while :; do curl -s -x \(plainProxy) -o /dev/null http://mirror.test:8080/own.bin; done"]
         try curl.run()
         defer {
             curl.terminate()
