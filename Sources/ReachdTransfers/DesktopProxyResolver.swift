@@ -54,14 +54,16 @@ final class DesktopProxyResolver: StartedComponent {
     /// What the desktop's settings say for `url`; nil when the portal gave no answer.
     func lookup(_ url: String) async -> DesktopProxy? {
         let pending = PendingLookup()
+        // A deadline that fires before the wait starts ends it at once (`PendingLookup.wait`); one that is not needed goes.
+        let deadline = Task {
+            try? await Task.sleep(for: .microseconds(Self.timeoutMicroseconds + 1_000_000))
+            pending.resume(nil)
+        }
+        defer { deadline.cancel() }
         let entries = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 pending.wait(continuation)
                 guard connection.perform({ bus in pending.send(url, on: bus) }) else { return pending.resume(nil) }
-                Task {
-                    try? await Task.sleep(for: .microseconds(Self.timeoutMicroseconds + 1_000_000))
-                    pending.resume(nil)
-                }
             }
         } onCancel: {
             pending.resume(nil)

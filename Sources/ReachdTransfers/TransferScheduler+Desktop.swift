@@ -26,11 +26,10 @@ extension TransferScheduler {
         reschedule()
     }
 
-    /// Asks for every job whose proxy the desktop decides, one after another (at start).
+    /// Asks for every followed job (its host watched) whose proxy the desktop decides, one after another (at start).
     func askDesktopAboutAll() {
         guard settings.desktopProxies != nil else { return }
-        let ids = machines.values.filter { $0.job.proxy == nil && (!$0.job.state.isTerminal || $0.job.download?.refreshSeconds != nil) }
-            .map(\.job.id)
+        let ids = machines.values.filter { $0.job.proxy == nil && jobHosts.host(of: $0.job.id) != nil }.map(\.job.id)
         desktopQuestions = Task {
             for id in ids where !Task.isCancelled { await self.askDesktop(about: id) }
         }
