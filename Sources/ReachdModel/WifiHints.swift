@@ -15,8 +15,9 @@
 /// So Android hotspots that send it (`DD 08 00 50 F2 11 02 00 00 00`, Samsung's and MediaTek's firmware) say
 /// "fixed". An element shorter than 8 bytes, or whose level is not exactly one of the three (0 is "unknown"),
 /// gives no hint; bytes after the attribute are ignored; the first readable element counts. NetworkManager
-/// (`nm_wifi_utils_parse_ies`, src/core/devices/wifi/nm-wifi-utils.c) matches the element only when the buffer
-/// left is 8 bytes long, that is when it comes last, and reads body byte 7, the flags' high byte, as the level.
+/// (`nm_wifi_utils_parse_ies`, src/core/nm-core-utils.c, citing Microsoft's [MS-NCT]) matches the element only when
+/// the buffer left after its header is 8 bytes long, that is when it comes last, and calls any level byte above 1
+/// metered (an older version read body byte 7, the flags' high byte).
 ///
 /// **Apple's Personal Hotspot element** (OUI 00:17:F2, OUI type 0x06, any payload): an iPhone's hotspot beacon
 /// carries `DD 0A 00 17 F2 06` and six bytes (`01 01 03 03 00 00` in one capture), which macOS reads as `IOS_IE`
