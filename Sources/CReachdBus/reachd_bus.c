@@ -42,6 +42,8 @@ static const sd_bus_vtable reachd_vtable[] = {
     SD_BUS_PROPERTY("RoamingSource", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("Cost", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_PROPERTY("CostFlags", "as", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("WifiNetwork", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+    SD_BUS_PROPERTY("WifiBSSID", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
     SD_BUS_METHOD_WITH_NAMES("CheckHost", "s", SD_BUS_PARAM(name), "a{sv}", SD_BUS_PARAM(verdict),
                              check_host, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_VTABLE_END

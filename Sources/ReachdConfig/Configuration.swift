@@ -4,6 +4,8 @@ import ReachdModel
 public struct Configuration: Hashable, Sendable {
     /// Interface rules, first match wins.
     public var interfaceRules: [InterfaceRule]
+    /// `[[network]]`: Wi-Fi network rules, first match wins; they come before the interface rules.
+    public var networkRules: [NetworkRule] = []
 
     public init(interfaceRules: [InterfaceRule] = []) {
         self.interfaceRules = interfaceRules
@@ -62,7 +64,9 @@ public struct Configuration: Hashable, Sendable {
     public var budgets: [DataBudget] = []
 
     /// The classifier these rules configure.
-    public var classifier: InterfaceClassifier { InterfaceClassifier(rules: interfaceRules, meteredSources: meteredSources) }
+    public var classifier: InterfaceClassifier {
+        InterfaceClassifier(rules: interfaceRules, networkRules: networkRules, meteredSources: meteredSources)
+    }
 
     /// The host judge these rules configure.
     public var hostJudge: HostVerdict { HostVerdict(classifier: classifier, unmetered: unmeteredDestinations) }
@@ -76,7 +80,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension Configuration {
-    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections", "metered", "captive_portal", "budget"]
+    private static let topLevelKeys: Set<String> = ["interface", "unmetered", "connectivity", "hosts", "downloads", "cache", "metrics", "connections", "metered", "captive_portal", "budget", "network"]
     private static let connectivityKeys: Set<String> = ["url", "expect_status", "expect_body", "timeout_seconds", "interval_seconds"]
     private static let unmeteredKeys: Set<String> = ["host", "prefix"]
     private static let interfaceKeys: Set<String> = ["match", "kind", "metered", "ignore", "constrained"]
@@ -211,6 +215,7 @@ extension Configuration {
         try readMetered(table["metered"])
         try readCaptivePortal(table["captive_portal"])
         try readBudgets(table["budget"])
+        try readNetworks(table["network"])
         if let value = table["connectivity"] {
             guard let section = value.table else { throw ConfigurationError("\"connectivity\" must be a table: write [connectivity]") }
             connectivityCheck = try Self.connectivity(from: section)

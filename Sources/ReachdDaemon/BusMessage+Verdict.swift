@@ -29,6 +29,8 @@ extension BusMessage {
             ("RoamingSource", .string(verdict.roamingSource?.rawValue ?? "")),
             ("Cost", .string(verdict.cost?.level.rawValue ?? "")),
             ("CostFlags", .strings(verdict.cost?.flagNames ?? [])),
+            ("WifiNetwork", .string(verdict.wifiNetwork?.name ?? "")),
+            ("WifiBSSID", .string(verdict.wifiNetwork?.bssidText ?? "")),
         ]
     }
 }

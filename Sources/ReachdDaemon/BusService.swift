@@ -131,6 +131,9 @@ public final class BusService: @unchecked Sendable {
             "RoamingSource": .string(verdict.roamingSource?.rawValue ?? ""),
             "Cost": .string(verdict.cost?.level.rawValue ?? ""),
             "CostFlags": .strings(verdict.cost?.flagNames ?? []),
+            // The Wi-Fi network of the path's link (issue 50).
+            "WifiNetwork": .string(verdict.wifiNetwork?.name ?? ""),
+            "WifiBSSID": .string(verdict.wifiNetwork?.bssidText ?? ""),
         ]
     }
 

@@ -82,7 +82,8 @@ struct NetworkManagerFaceState: Equatable {
             active[primary.path] = [
                 "Connection": .objectPath("/"),
                 "SpecificObject": .objectPath("/"),
-                "Id": .string(primary.link.name),
+                // nmcli's NAME: the Wi-Fi network's, where iwd or wpa_supplicant says which (issue 50).
+                "Id": .string(snapshot.wifi[primary.link.name]?.identity.name ?? primary.link.name),
                 "Uuid": .string(Self.uuid(of: primary.link.name)),
                 "Type": .string(primary.type),
                 "Devices": .objectPaths(["\(Self.devicesPrefix)/\(primary.link.index)"]),

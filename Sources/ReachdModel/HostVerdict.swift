@@ -98,6 +98,7 @@ public struct HostVerdict: Sendable {
         verdict.captivePortal = overall.reachable ? overall.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
         verdict.budget = overall.reachable ? overall.interface.flatMap { snapshot.budgets[$0] } : nil
         verdict.roamingSource = overall.reachable ? overall.interface.flatMap { snapshot.roaming[$0] } : nil
+        verdict.wifiNetwork = overall.reachable ? overall.interface.flatMap { snapshot.wifi[$0]?.identity } : nil
         return verdict
     }
 

@@ -69,16 +69,20 @@ public struct InterfaceClass: Hashable, Sendable {
     }
 }
 
-/// Decides an interface's kind: configuration, then sysfs, then naming conventions, then the netlink link kind;
-/// and whether it is metered, the first that speaks: configuration, NetworkManager, networkd's DHCP lease
+/// Decides an interface's kind: the rule for the Wi-Fi network it is on, its interface rule, then sysfs, then
+/// naming conventions, then the netlink link kind; and whether it is metered, the first that speaks: the network's
+/// rule, the interface's rule, NetworkManager, the beacon's hints (Wi-Fi), networkd's DHCP lease
 /// (`ANDROID_METERED`), a tethering device (driver or Bluetooth PAN), the kind (wwan); else a guess of no.
 public struct InterfaceClassifier: Hashable, Sendable {
     public var rules: [InterfaceRule]
+    /// The `[[network]]` rules, first match wins.
+    public var networkRules: [NetworkRule]
     /// The sources below NetworkManager that may speak (`[metered]` in the configuration).
     public var meteredSources: MeteredSources
 
-    public init(rules: [InterfaceRule] = [], meteredSources: MeteredSources = .all) {
+    public init(rules: [InterfaceRule] = [], networkRules: [NetworkRule] = [], meteredSources: MeteredSources = .all) {
         self.rules = rules
+        self.networkRules = networkRules
         self.meteredSources = meteredSources
     }
 
@@ -87,15 +91,16 @@ public struct InterfaceClassifier: Hashable, Sendable {
     /// Drivers of USB tethering, with what they are.
     static let tetheringDrivers: [String: String] = ["ipheth": "iPhone USB tethering", "rndis_host": "USB tethering"]
 
-    /// Classifies `link` with what the snapshot knows of it from NetworkManager and networkd.
+    /// Classifies `link` with what the snapshot knows of it from NetworkManager, networkd and the Wi-Fi daemons.
     public func classify(_ link: LinkInfo, in snapshot: NetworkSnapshot) -> InterfaceClass {
-        classify(link, manager: snapshot.managerMetered[link.name], networkd: snapshot.networkd[link.index])
+        classify(link, manager: snapshot.managerMetered[link.name], networkd: snapshot.networkd[link.index], wifi: snapshot.wifi[link.name])
     }
 
     /// `manager`: NetworkManager's `Metered` for the device, when NetworkManager manages it;
-    /// `networkd`: what networkd's state files say of the link.
-    public func classify(_ link: LinkInfo, manager: ManagerMetered? = nil, networkd: NetworkdLinkFacts? = nil) -> InterfaceClass {
+    /// `networkd`: what networkd's state files say of the link; `wifi`: the Wi-Fi network it is on (iwd, wpa_supplicant).
+    public func classify(_ link: LinkInfo, manager: ManagerMetered? = nil, networkd: NetworkdLinkFacts? = nil, wifi: WifiNetwork? = nil) -> InterfaceClass {
         let rule = rules.first { $0.matches(link.name) }
+        let networkRule = wifi.flatMap { network in networkRules.first { $0.matches(network.identity) } }
         var result = detect(link)
         if let rule {
             if let kind = rule.kind {
@@ -105,7 +110,14 @@ public struct InterfaceClassifier: Hashable, Sendable {
             if rule.ignore { result.ignored = true }
             result.constrained = rule.constrained
         }
-        let decision = meteredDecision(link, kind: result.kind, rule: rule, manager: manager, networkd: networkd)
+        if let networkRule {
+            if let kind = networkRule.kind {
+                result.kind = kind
+                result.source = "network rule: \(networkRule.label)"
+            }
+            if networkRule.ignore { result.ignored = true }
+        }
+        let decision = meteredDecision(link, kind: result.kind, rules: (networkRule, rule), manager: manager, networkd: networkd, wifi: wifi)
         result.meteredState = decision.state
         result.meteredSource = decision.source
         result.meteredReason = decision.state.isMetered ? decision.reason : nil
@@ -114,13 +126,20 @@ public struct InterfaceClassifier: Hashable, Sendable {
 
     /// The first source that speaks, with its reason.
     private func meteredDecision(
-        _ link: LinkInfo, kind: InterfaceKind, rule: InterfaceRule?, manager: ManagerMetered?, networkd: NetworkdLinkFacts?
+        _ link: LinkInfo, kind: InterfaceKind, rules: (network: NetworkRule?, interface: InterfaceRule?), manager: ManagerMetered?,
+        networkd: NetworkdLinkFacts?, wifi: WifiNetwork?
     ) -> (state: MeteredState, source: MeteredSource, reason: String) {
-        if let rule, let metered = rule.metered {
+        if let rule = rules.network, let metered = rule.metered {
+            return (metered ? .yes : .no, .networkRule, "network rule: \(rule.label)")
+        }
+        if let rule = rules.interface, let metered = rule.metered {
             return (metered ? .yes : .no, .config, "config: \(rule.match)")
         }
         if let manager, let state = MeteredState(manager) {
             return (state, .networkManager, "NetworkManager: \(manager.name)")
+        }
+        if meteredSources.contains(.wifiHints), let hints = wifi?.hints, let state = hints.meteredState {
+            return (state, .wifiHint, "Wi-Fi hint: \(hints.description)")
         }
         let lease = meteredSources.contains(.dhcp) ? networkd?.androidMetered : nil
         if lease == true {

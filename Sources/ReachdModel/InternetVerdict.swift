@@ -46,6 +46,7 @@ public struct InternetVerdict: Sendable {
         verdict.captivePortal = family.reachable ? family.interface.flatMap { CaptivePortal.announced(onInterface: $0, in: snapshot) } : nil
         verdict.budget = family.reachable ? family.interface.flatMap { snapshot.budgets[$0] } : nil
         verdict.roamingSource = family.reachable ? family.interface.flatMap { snapshot.roaming[$0] } : nil
+        verdict.wifiNetwork = family.reachable ? family.interface.flatMap { snapshot.wifi[$0]?.identity } : nil
         return verdict
     }
 

@@ -30,10 +30,14 @@ public enum MeteredState: String, Hashable, Sendable, Codable, CaseIterable {
 
 /// Who decided a link's `MeteredState`, in order of precedence.
 public enum MeteredSource: String, Hashable, Sendable, Codable, CaseIterable {
+    /// A `[[network]]` rule with `metered =` for the Wi-Fi network the link is on.
+    case networkRule = "network rule"
     /// An `[[interface]]` rule with `metered =`.
     case config
     /// NetworkManager's `Metered` property of the device.
     case networkManager = "NetworkManager"
+    /// The Wi-Fi network's beacon: Microsoft's Network Cost element or Apple's Personal Hotspot element (`WifiHints`).
+    case wifiHint = "Wi-Fi hint"
     /// The DHCP lease: option 43 with `ANDROID_METERED` (what Android hotspots and USB tethering send).
     case dhcp = "DHCP"
     /// A tethering device: the driver (`ipheth`, `rndis_host`) or sysfs `DEVTYPE=bluetooth`.
@@ -51,7 +55,9 @@ public struct MeteredSources: OptionSet, Hashable, Sendable {
     public static let dhcp = MeteredSources(rawValue: 1)
     /// Tethering drivers and Bluetooth PAN.
     public static let tethering = MeteredSources(rawValue: 2)
-    public static let all: MeteredSources = [.dhcp, .tethering]
+    /// The Wi-Fi beacon's cost elements (`WifiHints`).
+    public static let wifiHints = MeteredSources(rawValue: 4)
+    public static let all: MeteredSources = [.dhcp, .tethering, .wifiHints]
 }
 
 /// What networkd says about one link, read from its state files (`/run/systemd/netif/`).

@@ -229,6 +229,8 @@ public struct NetworkSnapshot: Hashable, Sendable {
     public var budgets: [String: BudgetStatus] = [:]
     /// The links on a roaming modem (by name), with who said so, where ModemManager runs.
     public var roaming: [String: RoamingSource] = [:]
+    /// The Wi-Fi network each link has joined (by name), where iwd or wpa_supplicant runs.
+    public var wifi: [String: WifiNetwork] = [:]
 
     public init(
         links: [LinkInfo] = [], addresses: [InterfaceAddress] = [], defaultRoutes: [Route] = [],

@@ -15,11 +15,14 @@ extension Verdict {
     /// One line for people: `reachable via WiFi (wlan0), unmetered` or `not reachable: no IPv4 default route`;
     /// a captive portal that holds the client is named: `..., behind a captive portal (https://portal/login)`;
     /// a data budget is counted: `..., 4.6 of 5.0 GB used this month (approaching)`; a roaming link is named:
-    /// `..., roaming (ModemManager)`.
+    /// `..., roaming (ModemManager)`; a Wi-Fi network is named beside its link: `WiFi (wlan0, "Home")`, and a network
+    /// rule or a beacon's hint that says unmetered is named too: `unmetered (network rule)`.
     public var summary: String {
         guard reachable else { return "not reachable: \(reason ?? "unknown reason")" }
-        let link = interface.map { " (\($0))" } ?? ""
-        let cost = metered ? "metered" + (meteredReason.map { " (\($0))" } ?? "") : "unmetered"
+        let network = wifiNetwork.map { ", \"\($0.name)\"" } ?? ""
+        let link = interface.map { " (\($0)\(network))" } ?? ""
+        let unmetered = [.networkRule, .wifiHint].contains(meteredSource) ? "unmetered (\(meteredSource!.rawValue))" : "unmetered"
+        let cost = metered ? "metered" + (meteredReason.map { " (\($0))" } ?? "") : unmetered
         var portal = ""
         if let captivePortal, captivePortal.captive == true {
             portal = ", behind a captive portal (\(captivePortal.status?.userPortalURL ?? captivePortal.apiURL))"

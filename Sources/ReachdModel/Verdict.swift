@@ -98,6 +98,8 @@ public struct Verdict: Hashable, Sendable {
     public var budget: BudgetStatus?
     /// Who says the path's link roams (a modem on a visited network); nil when it does not, or when not reachable.
     public var roamingSource: RoamingSource?
+    /// The Wi-Fi network the path's link is on (iwd, wpa_supplicant); nil for other links, or when not reachable.
+    public var wifiNetwork: WifiIdentity?
 
     public init(
         target: String, reachable: Bool, status: ReachabilityStatus, metered: Bool, meteredReason: String?,

@@ -62,6 +62,13 @@ public struct WifiHints: Hashable, Sendable {
         return applePersonalHotspot ? .guessYes : nil
     }
 
+    /// What the hints are, for a reason: `Network Cost fixed`, `Apple Personal Hotspot`, or both.
+    public var description: String {
+        var parts = networkCost.map { ["Network Cost \($0.level.rawValue)"] } ?? []
+        if applePersonalHotspot { parts.append("Apple Personal Hotspot") }
+        return parts.joined(separator: ", ")
+    }
+
     /// The cost attribute (the body after OUI and type), little-endian; nil when short or of no known level.
     private static func cost(_ attribute: ArraySlice<UInt8>) -> ConnectionCost? {
         guard attribute.count >= 4 else { return nil }

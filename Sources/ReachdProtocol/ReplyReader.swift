@@ -85,7 +85,7 @@ extension FamilyVerdict: Decodable {
 extension Verdict: Decodable {
     private enum CodingKeys: String, CodingKey {
         case target, reachable, status, metered, meteredReason, meteredState, meteredSource, interface, flags, reason, reasonCode, family,
-            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal, budget, roamingSource
+            classicStatus, ipv4, ipv6, addresses, connectivity, captivePortal, budget, roamingSource, wifiNetwork
     }
 
     public init(from decoder: any Decoder) throws {
@@ -112,6 +112,19 @@ extension Verdict: Decodable {
         budget = try c.decodeIfPresent(BudgetStatus.self, forKey: .budget)
         // `roaming` is true exactly when `roamingSource` is there; `cost` is derived from the fields (`Verdict.cost`).
         roamingSource = try c.decodeIfPresent(String.self, forKey: .roamingSource).flatMap(RoamingSource.init(rawValue:))
+        wifiNetwork = try c.decodeIfPresent(WifiNetworkLine.self, forKey: .wifiNetwork)?.identity
+    }
+}
+
+/// A verdict's `wifiNetwork`: the SSID from `ssidHex` (exact), the BSSID from its text; one that does not make a
+/// `WifiIdentity` (an SSID of no or over 32 bytes) reads as none.
+private struct WifiNetworkLine: Decodable {
+    var ssidHex: String
+    var bssid: String?
+
+    var identity: WifiIdentity? {
+        guard ssidHex.utf8.count <= 2 * WifiIdentity.maximumSSIDLength, let ssid = WifiIdentity.bytes(hex: ssidHex) else { return nil }
+        return WifiIdentity(ssid: ssid, bssid: bssid.flatMap(WifiIdentity.bssid))
     }
 }
 

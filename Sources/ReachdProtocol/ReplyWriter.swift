@@ -73,6 +73,16 @@ enum ReplyWriter {
         out.append(UInt8(ascii: "\""))
         stamped.timestamp.append(to: &out)
         out.append(UInt8(ascii: "\""))
+        if let network = v.wifiNetwork { comma(&out); key("wifiNetwork", &out); write(network, &out) }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A Wi-Fi network: its BSSID when known, its name as text (`WifiIdentity.name`) and its SSID's exact bytes in hex.
+    static func write(_ network: WifiIdentity, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        if let bssid = network.bssidText { key("bssid", &out); string(bssid, &out); comma(&out) }
+        key("name", &out); string(network.name, &out); comma(&out)
+        key("ssidHex", &out); string(network.ssidHex, &out)
         out.append(UInt8(ascii: "}"))
     }
 

@@ -40,6 +40,9 @@ enum BusStatus {
         if (try? bool(bus, "Roaming")) == true {
             verdict.roamingSource = (try? string(bus, "RoamingSource")).flatMap(RoamingSource.init(rawValue:))
         }
+        if let name = try? string(bus, "WifiNetwork"), let ssid = WifiIdentity.ssid(name: name) {
+            verdict.wifiNetwork = WifiIdentity(ssid: ssid, bssid: (try? string(bus, "WifiBSSID")).flatMap(WifiIdentity.bssid))
+        }
         return verdict
     }
 

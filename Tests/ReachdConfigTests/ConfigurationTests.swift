@@ -86,16 +86,16 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(try Configuration(toml: "[connections]\ntotal = 100\n").connections, 100)
     }
 
-    /// `[metered]` turns the DHCP and tethering sources off one by one; `[captive_portal] api` the RFC 8908 queries.
+    /// `[metered]` turns the DHCP, tethering and Wi-Fi hint sources off one by one; `[captive_portal] api` the RFC 8908 queries.
     func testMeteredSourcesAndCaptivePortal() throws {
         let defaults = try Configuration(toml: "")
         XCTAssertEqual(defaults.classifier.meteredSources, .all)
         XCTAssertTrue(defaults.captivePortalAPI)
         XCTAssertTrue(defaults.readsNetworkd)
         let noDHCP = try Configuration(toml: "[metered]\ndhcp = false\n")
-        XCTAssertEqual(noDHCP.classifier.meteredSources, .tethering)
-        XCTAssertEqual(noDHCP.hostJudge.classifier.meteredSources, .tethering)
-        let none = try Configuration(toml: "[metered]\ndhcp = false\ntethering = false\n[captive_portal]\napi = false\n")
+        XCTAssertEqual(noDHCP.classifier.meteredSources, [.tethering, .wifiHints])
+        XCTAssertEqual(noDHCP.hostJudge.classifier.meteredSources, [.tethering, .wifiHints])
+        let none = try Configuration(toml: "[metered]\ndhcp = false\ntethering = false\nwifi_hints = false\n[captive_portal]\napi = false\n")
         XCTAssertEqual(none.meteredSources, [])
         XCTAssertFalse(none.captivePortalAPI)
         XCTAssertFalse(none.readsNetworkd)

@@ -61,6 +61,11 @@ final class ReplyRoundTripTests: XCTestCase {
             BudgetStatus(state: pick(&random), usedBytes: random.next(), limitBytes: random.next(), period: text(&random), resetsAt: time(&random))
         }
         verdict.roamingSource = maybe(&random) { pick(&$0) }
+        // Any SSID bytes (not only UTF-8, with backslashes and control bytes): the wire keeps them exactly.
+        verdict.wifiNetwork = maybe(&random) { random in
+            let ssid = (0..<(1 + Int(random.next() % 32))).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            return WifiIdentity(ssid: ssid, bssid: random.bool ? (0..<6).map { _ in UInt8(truncatingIfNeeded: random.next()) } : nil)
+        } ?? nil
         return StampedVerdict(verdict: verdict, sequence: random.next(), timestamp: time(&random))
     }
 
