@@ -30,6 +30,7 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
     private static let followed = [modem3gppInterface: "RegistrationState", modemInterface: "Bearers", bearerInterface: "Interface"]
 
     private let connection: BusConnection
+    private let peer = BusPeer(service: service, timeoutMicroseconds: callTimeoutMicroseconds)
     private let logger: Logger
     private let onChange: @Sendable ([String: RoamingSource]) -> Void
     // Only touched on the bus thread.
@@ -88,18 +89,7 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
         var interface: UnsafePointer<CChar>?
         guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &interface) > 0, let interface,
               let followed = Self.followed[String(cString: interface)] else { return }
-        var relevant = false
-        guard Self.forEachProperty(message, { key in
-            relevant = relevant || key == followed
-            return false
-        }) else { return }
-        if !relevant, sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "s") > 0 {
-            var name: UnsafePointer<CChar>?
-            while !relevant, sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &name) > 0, let name {
-                relevant = String(cString: name) == followed
-            }
-        }
-        guard relevant, let bus = sd_bus_message_get_bus(message) else { return }
+        guard BusPeer.changes(message, any: [followed]), let bus = sd_bus_message_get_bus(message) else { return }
         refresh(bus)
     }
 
@@ -120,7 +110,7 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
     /// The modems in ModemManager's list, each with its registration and its bearers' interfaces; empty without
     /// ModemManager; nil when reading took longer than the budget.
     private func readModems(_ bus: OpaquePointer, started: UInt64) -> [ModemReading]? {
-        guard let reply = call(bus, path: Self.root, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects") else { return [] }
+        guard let reply = peer.call(bus, path: Self.root, interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects") else { return [] }
         defer { sd_bus_message_unref(reply) }
         var found: [(path: String, registration: UInt32?)] = []
         guard sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "a")), "{oa{sa{sv}}}") > 0 else { return [] }
@@ -164,9 +154,9 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
                 isModem = true
                 guard sd_bus_message_skip(message, "a{sv}") >= 0 else { return nil }
             case modem3gppInterface:
-                guard forEachProperty(message, { key in
+                guard BusPeer.forEachProperty(message, { key in
                     guard key == "RegistrationState" else { return false }
-                    registration = variant(message, "u") { m in
+                    registration = BusPeer.variant(message, "u") { m in
                         var value: UInt32 = 0
                         return sd_bus_message_read_basic(m, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
                     }
@@ -183,75 +173,14 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
 
     /// The modem's `Bearers`, at most `ModemRoaming.maximumBearers`.
     private func bearers(of modem: String, on bus: OpaquePointer) -> [String] {
-        guard let reply = property(bus, path: modem, interface: Self.modemInterface, name: "Bearers") else { return [] }
-        defer { sd_bus_message_unref(reply) }
-        return Self.variant(reply, "ao") { m in
-            guard sd_bus_message_enter_container(m, CChar(UInt8(ascii: "a")), "o") > 0 else { return nil }
-            var paths: [String] = []
-            var path: UnsafePointer<CChar>?
-            // The reply is dropped after this: the array need not be read to its end.
-            while paths.count < ModemRoaming.maximumBearers, sd_bus_message_read_basic(m, CChar(UInt8(ascii: "o")), &path) > 0, let path {
-                paths.append(String(cString: path))
-            }
-            return paths
+        peer.property(bus, path: modem, interface: Self.modemInterface, name: "Bearers", "ao") {
+            BusPeer.objectPaths($0, limit: ModemRoaming.maximumBearers)
         } ?? []
     }
 
     /// A bearer's `Interface` (the link's name, empty while not connected).
     private func bearerInterface(_ bearer: String, on bus: OpaquePointer) -> String? {
-        guard let reply = property(bus, path: bearer, interface: Self.bearerInterface, name: "Interface") else { return nil }
-        defer { sd_bus_message_unref(reply) }
-        return Self.variant(reply, "s") { m in
-            var text: UnsafePointer<CChar>?
-            guard sd_bus_message_read_basic(m, CChar(UInt8(ascii: "s")), &text) > 0, let text else { return nil }
-            return String(cString: text)
-        }
-    }
-
-    /// `org.freedesktop.DBus.Properties.Get(interface, name)`: the reply, positioned at its variant.
-    private func property(_ bus: OpaquePointer, path: String, interface: String, name: String) -> OpaquePointer? {
-        call(bus, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get", arguments: [interface, name])
-    }
-
-    /// A method call to ModemManager with string arguments; the reply (to unref), or nil on any failure.
-    private func call(_ bus: OpaquePointer, path: String, interface: String, member: String, arguments: [String] = []) -> OpaquePointer? {
-        var message: OpaquePointer?
-        guard sd_bus_message_new_method_call(bus, &message, Self.service, path, interface, member) >= 0, let message else { return nil }
-        defer { sd_bus_message_unref(message) }
-        for argument in arguments {
-            guard argument.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return nil }
-        }
-        var error = sd_bus_error()
-        defer { sd_bus_error_free(&error) }
-        var reply: OpaquePointer?
-        guard sd_bus_call(bus, message, Self.callTimeoutMicroseconds, &error, &reply) >= 0 else { return nil }
-        return reply
-    }
-
-    /// Reads a variant holding `contents` with `read`; a variant of another type is skipped (nil).
-    private static func variant<T>(_ message: OpaquePointer, _ contents: String, _ read: (OpaquePointer) -> T?) -> T? {
-        guard sd_bus_message_enter_container(message, CChar(UInt8(ascii: "v")), contents) > 0 else {
-            _ = sd_bus_message_skip(message, "v")
-            return nil
-        }
-        let value = read(message)
-        _ = sd_bus_message_exit_container(message)
-        return value
-    }
-
-    /// Walks the `a{sv}` the message is at: `read` gets each key and either reads the variant (true) or leaves
-    /// it to be skipped (false). False when the dictionary is malformed.
-    private static func forEachProperty(_ message: OpaquePointer, _ read: (String) -> Bool) -> Bool {
-        guard sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return false }
-        while sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), "sv") > 0 {
-            var key: UnsafePointer<CChar>?
-            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &key) > 0, let key else { return false }
-            if !read(String(cString: key)) {
-                guard sd_bus_message_skip(message, "v") >= 0 else { return false }
-            }
-            guard sd_bus_message_exit_container(message) >= 0 else { return false }
-        }
-        return sd_bus_message_exit_container(message) >= 0
+        peer.property(bus, path: bearer, interface: Self.bearerInterface, name: "Interface", "s") { BusPeer.text($0) }
     }
 }
 

@@ -31,6 +31,7 @@ public final class NetworkView: Sendable {
     package let watcher: NetlinkWatcher
     private let manager: NetworkManagerMetered?
     private let modems: ModemManagerRoaming?
+    private let wifiDaemons: (iwd: IwdNetworks?, wpaSupplicant: WpaSupplicantNetworks?)
     private let networkd: NetworkdStateFiles?
     private let merger: SnapshotMerger
     private let metrics: (any NetworkMetrics)?
@@ -64,6 +65,9 @@ public final class NetworkView: Sendable {
         manager = NetworkManagerMetered.start(on: networkManager, merger: merger, logger: logger)
         // ModemManager's roaming links, on the same bus as NetworkManager (the system's network services).
         modems = ModemManagerRoaming.start(on: networkManager, merger: merger, logger: logger)
+        // The Wi-Fi networks joined, from iwd and wpa_supplicant, on the same bus.
+        wifiDaemons = (IwdNetworks.start(on: networkManager, merger: merger, logger: logger),
+                       WpaSupplicantNetworks.start(on: networkManager, merger: merger, logger: logger))
         networkd = configuration.readsNetworkd ? NetworkdStateFiles.start(root: options.networkdRoot, merger: merger, logger: logger) : nil
         watcher = NetlinkWatcher(sysfsRoot: options.sysfsRoot, receiveBufferSize: options.receiveBufferSize, logger: logger)
         self.metrics = metrics
@@ -103,11 +107,13 @@ public final class NetworkView: Sendable {
         }
     }
 
-    /// Stops the watcher, NetworkManager's and ModemManager's connections and the hosts' refresh; the resolver's threads end with `stop`.
+    /// Stops the watcher, the connections to NetworkManager, ModemManager, iwd and wpa_supplicant, and the hosts' refresh; the resolver's threads end with `stop`.
     package func stopWatching() {
         watcher.stop()
         manager?.stop()
         modems?.stop()
+        wifiDaemons.iwd?.stop()
+        wifiDaemons.wpaSupplicant?.stop()
         networkd?.stop()
         hosts.stop()
     }

@@ -12,6 +12,7 @@ package final class SnapshotMerger: Sendable {
         var portals = CaptivePortalAnswers()
         var budgets: [String: BudgetStatus] = [:]
         var roaming: [String: RoamingSource] = [:]
+        var wifi: [WifiDaemon: [String: WifiNetwork]] = [:]
     }
 
     private let state = Mutex(State())
@@ -70,6 +71,14 @@ package final class SnapshotMerger: Sendable {
         }
     }
 
+    /// The Wi-Fi networks `daemon` says each link has joined (`IwdNetworks`, `WpaSupplicantNetworks`).
+    package func update(wifi networks: [String: WifiNetwork], from daemon: WifiDaemon) {
+        state.withLock { state in
+            state.wifi[daemon] = networks
+            emit(state)
+        }
+    }
+
     private func emit(_ state: State) {
         guard var snapshot = state.netlink else { return }
         snapshot.managerMetered = state.manager
@@ -77,6 +86,8 @@ package final class SnapshotMerger: Sendable {
         snapshot.portalStatus = state.portals.byURL
         snapshot.budgets = state.budgets
         snapshot.roaming = state.roaming
+        // A link both daemons claim: wpa_supplicant's reading, which carries the beacon's hints.
+        snapshot.wifi = (state.wifi[.iwd] ?? [:]).merging(state.wifi[.wpaSupplicant] ?? [:]) { _, wpaSupplicant in wpaSupplicant }
         publish(snapshot)
     }
 }
