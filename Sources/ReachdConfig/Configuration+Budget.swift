@@ -1,9 +1,10 @@
 import ReachdModel
 
 extension Configuration {
-    private static let budgetKeys: Set<String> = ["interface", "limit", "period", "start", "approaching"]
+    private static let budgetKeys: Set<String> = ["interface", "network", "network_hex", "limit", "period", "start", "approaching"]
 
-    /// `[[budget]]` tables: data budgets of the links whose name matches, in order (a link counts for the first).
+    /// `[[budget]]` tables: data budgets of the links whose name matches, or of a Wi-Fi network (`network`, or
+    /// `network_hex` for an SSID that is not UTF-8), in order (a link counts for the first).
     mutating func readBudgets(_ value: TOMLValue?) throws {
         guard let value else { return }
         guard let array = value.array, array.allSatisfy({ $0.table != nil }) else {
@@ -15,7 +16,7 @@ extension Configuration {
         }
         var keys: Set<String> = []
         for budget in budgets where !keys.insert(budget.key).inserted {
-            throw ConfigurationError("budget (\(budget.match)): two budgets with the same interface and period; merge them")
+            throw ConfigurationError("budget (\(budget.label)): two budgets with the same \(budget.network == nil ? "interface" : "network") and period; merge them")
         }
     }
 
@@ -24,11 +25,14 @@ extension Configuration {
         for key in entry.keys where !budgetKeys.contains(key) {
             throw ConfigurationError("\(place): unknown key \"\(key)\" (known: \(budgetKeys.sorted().joined(separator: ", ")))")
         }
-        guard let match = entry["interface"]?.string, !match.isEmpty, match.utf8.count <= 64,
-              match.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
-            throw ConfigurationError("\(place): \"interface\" (an interface name or glob, such as \"wwan*\") is required")
+        let network = try Self.budgetNetwork(entry, place: place)
+        let match = entry["interface"]?.string ?? ""
+        if network == nil {
+            guard !match.isEmpty, match.utf8.count <= 64, match.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
+                throw ConfigurationError("\(place): \"interface\" (an interface name or glob, such as \"wwan*\") or \"network\" (a Wi-Fi network's name) is required")
+            }
         }
-        place += " (\(match))"
+        place += " (\(network.flatMap { WifiIdentity(ssid: $0).map { "network \"\($0.name)\"" } } ?? match))"
         guard let limitValue = entry["limit"] else {
             throw ConfigurationError("\(place): \"limit\" (bytes, or a string such as \"5GB\" or \"500MiB\") is required")
         }
@@ -63,7 +67,8 @@ extension Configuration {
             guard start == nil else { throw ConfigurationError("\(place): a day has no \"start\" (it starts at local midnight)") }
             period = .day
         }
-        var budget = DataBudget(match: match, limitBytes: limit, period: period)
+        var budget = network.map { DataBudget(network: $0, limitBytes: limit, period: period) }
+            ?? DataBudget(match: match, limitBytes: limit, period: period)
         if let value = entry["approaching"] {
             guard let percent = value.integer, (1...99).contains(percent) else {
                 throw ConfigurationError("\(place): \"approaching\" must be a percentage of the limit, 1 to 99")
@@ -71,6 +76,27 @@ extension Configuration {
             budget.approachingPercent = Int(percent)
         }
         return budget
+    }
+
+    /// A budget's `network` (or `network_hex`): the SSID's bytes; nil when it names none.
+    private static func budgetNetwork(_ entry: TOMLTable, place: String) throws -> [UInt8]? {
+        let longest = WifiIdentity.maximumSSIDLength
+        switch (entry["interface"], entry["network"], entry["network_hex"]) {
+        case (nil, let text?, nil):
+            guard let ssid = text.string.map({ Array($0.utf8) }), (1...longest).contains(ssid.count) else {
+                throw ConfigurationError("\(place): \"network\" must be a Wi-Fi network's name of 1 to \(longest) bytes")
+            }
+            return ssid
+        case (nil, nil, let hex?):
+            guard let ssid = hex.string.flatMap(WifiIdentity.bytes(hex:)), (1...longest).contains(ssid.count) else {
+                throw ConfigurationError("\(place): \"network_hex\" must be 1 to \(longest) bytes in hex, such as \"50686f6e65\"")
+            }
+            return ssid
+        case (_, nil, nil):
+            return nil
+        default:
+            throw ConfigurationError("\(place): give one of \"interface\", \"network\" and \"network_hex\"")
+        }
     }
 }
 

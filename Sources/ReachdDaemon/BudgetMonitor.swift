@@ -99,7 +99,7 @@ final class BudgetMonitor: Service, Sendable {
     /// Counts a deleted link's last counters (its `RTM_DELLINK`), in turn with the samples: bytes it moved since the
     /// last sample are not lost when a PPP link re-dials or a modem resets between two.
     func linkDeleted(_ reading: CounterReading) {
-        guard budgets.contains(where: { $0.matches(reading.interface) }) else { return }
+        guard budgets.contains(where: { $0.network != nil || $0.matches(reading.interface) }) else { return }
         sampling.withLock { _ in
             let time = Timestamp.now(), synchronized = TimeChanges.clockSynchronized
             state.withLock { state in
@@ -109,12 +109,17 @@ final class BudgetMonitor: Service, Sendable {
     }
 
     private func sampleAlone() {
-        let links = view.hub.snapshot.links.values
+        let snapshot = view.hub.snapshot
+        let links = snapshot.links.values
+        let networks = snapshot.wifi.mapValues(\.identity.ssid)
+        let countsNetworks = budgets.contains { $0.network != nil }
         var readings: [CounterReading] = []
-        for link in links where budgets.contains(where: { $0.matches(link.name) }) {
+        // A link on a Wi-Fi network is read whenever a budget names a network: so that a link joining one
+        // counts there from its last reading (`BudgetBook`).
+        for link in links where budgets.contains(where: { $0.matches(link.name) }) || (countsNetworks && networks[link.name] != nil) {
             // Only the link the snapshot names: a new one of the same name starts its own count.
             if let bytes = sysfs.byteCount(for: link.name, index: link.index) {
-                readings.append(CounterReading(interface: link.name, index: link.index, bytes: bytes))
+                readings.append(CounterReading(interface: link.name, index: link.index, bytes: bytes, network: networks[link.name]))
             }
         }
         let time = Timestamp.now(), now = MonotonicClock.nanoseconds(), calendar = SystemCalendar()
@@ -122,7 +127,7 @@ final class BudgetMonitor: Service, Sendable {
         let synchronized = TimeChanges.clockSynchronized
         let publish = state.withLock { state -> [String: BudgetStatus]? in
             state.book.record(readings, bootID: bootID, at: time, calendar: calendar, synchronized: synchronized)
-            state.current = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar, synchronized: synchronized)
+            state.current = state.book.statuses(of: links.map(\.name), networks: networks, at: time, calendar: calendar, synchronized: synchronized)
             return state.rule.shouldPublish(state.current, now: now) ? state.current : nil
         }
         if let publish { view.update(budgets: publish) }

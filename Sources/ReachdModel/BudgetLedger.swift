@@ -4,11 +4,14 @@ public struct CounterReading: Hashable, Sendable {
     /// The link's index: a re-created link has a new one.
     public var index: Int32
     public var bytes: UInt64
+    /// The SSID of the Wi-Fi network the link was on; nil for none.
+    public var network: [UInt8]?
 
-    public init(interface: String, index: Int32, bytes: UInt64) {
+    public init(interface: String, index: Int32, bytes: UInt64, network: [UInt8]? = nil) {
         self.interface = interface
         self.index = index
         self.bytes = bytes
+        self.network = network
     }
 }
 
@@ -129,11 +132,25 @@ public struct BudgetLedger: Hashable, Sendable {
     }
 }
 
-/// Every configured budget with its ledger; a link counts for the first budget that matches its name.
+/// Every configured budget with its ledger; a link counts for the first budget that covers it (its name, or the
+/// Wi-Fi network it is on).
+///
+/// A link that moves into a budget (it joined the budget's network) counts there only what it moves from its last
+/// reading on: the bytes it moved on other networks never count in this one. Between two readings (2 s in reachd),
+/// a switch's bytes count in the network the link is on at the second.
 public struct BudgetBook: Hashable, Sendable {
     public let budgets: [DataBudget]
     /// By `DataBudget.key`.
     public private(set) var ledgers: [String: BudgetLedger]
+    /// Each link's last reading and the budget it counted in (not saved: after a restart, a link counts from what
+    /// its budget's ledger last saw of it).
+    private var lastReadings: [String: (key: String?, reading: CounterReading)] = [:]
+
+    public static func == (lhs: BudgetBook, rhs: BudgetBook) -> Bool { lhs.budgets == rhs.budgets && lhs.ledgers == rhs.ledgers }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(budgets)
+        hasher.combine(ledgers)
+    }
 
     /// `saved`: the ledgers read back from the state file (those of budgets no longer configured are dropped).
     public init(budgets: [DataBudget], saved: [String: BudgetLedger] = [:]) {
@@ -143,14 +160,22 @@ public struct BudgetBook: Hashable, Sendable {
         self.ledgers = ledgers
     }
 
-    /// The budget that covers `interface`: the first that matches.
-    public func budget(for interface: String) -> DataBudget? { budgets.first { $0.matches(interface) } }
+    /// The budget that covers `interface` while it is on the Wi-Fi network `network`: the first that does.
+    public func budget(for interface: String, network: [UInt8]? = nil) -> DataBudget? {
+        budgets.first { $0.covers(interface, network: network) }
+    }
 
     /// Counts the readings of every link (those no budget covers are skipped).
     public mutating func record(_ readings: [CounterReading], bootID: String, at time: Timestamp, calendar: any LocalCalendar, synchronized: Bool = false) {
         var covered: [String: [CounterReading]] = [:]
         for reading in readings {
-            guard let budget = budget(for: reading.interface) else { continue }
+            let budget = budget(for: reading.interface, network: reading.network)
+            if let budget, let last = lastReadings[reading.interface], last.key != budget.key, last.reading.index == reading.index,
+               last.reading.bytes <= reading.bytes {
+                ledgers[budget.key]?.counters[reading.interface] = LinkCounter(index: last.reading.index, bytes: last.reading.bytes)
+            }
+            lastReadings[reading.interface] = (budget?.key, reading)
+            guard let budget else { continue }
             covered[budget.key, default: []].append(reading)
         }
         for budget in budgets {
@@ -162,16 +187,19 @@ public struct BudgetBook: Hashable, Sendable {
     /// Counts a deleted link's last reading (`BudgetLedger.recordDeleted`) in the budget that covers it, if any.
     public mutating func recordDeleted(_ reading: CounterReading, bootID: String, at time: Timestamp, calendar: any LocalCalendar,
                                        synchronized: Bool = false) {
-        guard let budget = budget(for: reading.interface) else { return }
+        guard let budget = budget(for: reading.interface, network: reading.network ?? lastReadings[reading.interface]?.reading.network) else {
+            return
+        }
         ledgers[budget.key]?.recordDeleted(reading, bootID: bootID, at: time, period: budget.period, calendar: calendar, synchronized: synchronized)
     }
 
-    /// The standing of the budget of each of `interfaces` that has one, by interface name.
-    public func statuses(of interfaces: some Sequence<String>, at time: Timestamp, calendar: any LocalCalendar,
-                         synchronized: Bool = false) -> [String: BudgetStatus] {
+    /// The standing of the budget of each of `interfaces` that has one, by interface name; `networks`: the SSID of
+    /// the Wi-Fi network each link is on.
+    public func statuses(of interfaces: some Sequence<String>, networks: [String: [UInt8]] = [:], at time: Timestamp,
+                         calendar: any LocalCalendar, synchronized: Bool = false) -> [String: BudgetStatus] {
         var statuses: [String: BudgetStatus] = [:]
         for interface in interfaces {
-            guard let budget = budget(for: interface), let ledger = ledgers[budget.key] else { continue }
+            guard let budget = budget(for: interface, network: networks[interface]), let ledger = ledgers[budget.key] else { continue }
             statuses[interface] = ledger.status(of: budget, at: time, calendar: calendar, synchronized: synchronized)
         }
         return statuses

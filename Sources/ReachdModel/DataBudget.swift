@@ -53,10 +53,13 @@ public enum BudgetState: String, Hashable, Sendable, Codable, CaseIterable {
     case over
 }
 
-/// A `[[budget]]` rule: the bytes the links whose name matches may move (received and sent) per period.
+/// A `[[budget]]` rule: the bytes the links whose name matches, or the links on one Wi-Fi network, may move
+/// (received and sent) per period.
 public struct DataBudget: Hashable, Sendable {
-    /// A shell glob on the interface name (`fnmatch(3)`), as `[[interface]]` rules have.
+    /// A shell glob on the interface name (`fnmatch(3)`), as `[[interface]]` rules have; unused with `network`.
     public var match: String
+    /// The SSID of the Wi-Fi network whose use the budget counts, on whichever link is on it; nil: the links `match` names.
+    public var network: [UInt8]?
     public var limitBytes: UInt64
     public var period: BudgetPeriod
     /// The share of the limit, in percent (1 to 99), from which the state is `approaching`.
@@ -69,15 +72,33 @@ public struct DataBudget: Hashable, Sendable {
         self.approachingPercent = approachingPercent
     }
 
-    public func matches(_ interface: String) -> Bool { fnmatch(match, interface, 0) == 0 }
+    /// A network's budget: the links on the Wi-Fi network `ssid`.
+    public init(network ssid: [UInt8], limitBytes: UInt64, period: BudgetPeriod, approachingPercent: Int = 80) {
+        self.init(match: "", limitBytes: limitBytes, period: period, approachingPercent: approachingPercent)
+        network = ssid
+    }
 
-    /// What identifies the budget's count across restarts: the match and the period with its start (a changed
-    /// limit or approaching share keeps the count; another match or period starts a new one).
+    public func matches(_ interface: String) -> Bool { network == nil && fnmatch(match, interface, 0) == 0 }
+
+    /// Whether the budget counts `interface`'s bytes while it is on the Wi-Fi network `joined` (nil: none).
+    public func covers(_ interface: String, network joined: [UInt8]?) -> Bool {
+        guard let network else { return matches(interface) }
+        return joined == network
+    }
+
+    /// How errors and logs name it: its match, or `network "Phone"`.
+    public var label: String {
+        network.map { "network \"\(WifiIdentity(ssid: $0)?.name ?? "")\"" } ?? match
+    }
+
+    /// What identifies the budget's count across restarts: the match (or the network's SSID in hex) and the period
+    /// with its start (a changed limit or approaching share keeps the count; another match or period starts a new one).
     public var key: String {
-        switch period {
-        case .day: "\(match) day"
-        case .week(let weekday): "\(match) week \(weekday)"
-        case .month(let day): "\(match) month \(day)"
+        let scope = network.flatMap { WifiIdentity(ssid: $0).map { "network \($0.ssidHex)" } } ?? match
+        return switch period {
+        case .day: "\(scope) day"
+        case .week(let weekday): "\(scope) week \(weekday)"
+        case .month(let day): "\(scope) month \(day)"
         }
     }
 

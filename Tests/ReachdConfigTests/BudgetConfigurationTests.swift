@@ -46,11 +46,37 @@ final class BudgetConfigurationTests: XCTestCase {
         }
     }
 
+    /// A budget naming a Wi-Fi network (issue 50): by name, or in hex for an SSID that is not UTF-8.
+    func testParsesNetworkBudgets() throws {
+        let config = try Configuration(toml: """
+            [[budget]]
+            network = "Phone"
+            limit = "2GB"
+            period = "month"
+            [[budget]]
+            network_hex = "ff00"
+            limit = 1000
+            period = "day"
+            """)
+        XCTAssertEqual(config.budgets, [
+            DataBudget(network: Array("Phone".utf8), limitBytes: 2_000_000_000, period: .month(startDay: 1)),
+            DataBudget(network: [0xFF, 0x00], limitBytes: 1000, period: .day),
+        ])
+        XCTAssertEqual(config.budgets.map(\.key), ["network 50686f6e65 month 1", "network ff00 day"])
+        XCTAssertFalse(config.budgets[0].matches("Phone"), "a network's budget names no interface")
+    }
+
     func testErrorsNameTheProblem() {
         let budget = "[[budget]]\ninterface = \"wwan*\"\nlimit = 1000\n"
         let table: [(String, String)] = [
             ("budget = 3", "\"budget\" must be an array of tables: write [[budget]]"),
-            ("[[budget]]\nlimit = 1\nperiod = \"day\"", "budget #1: \"interface\" (an interface name or glob, such as \"wwan*\") is required"),
+            ("[[budget]]\nlimit = 1\nperiod = \"day\"", "budget #1: \"interface\" (an interface name or glob, such as \"wwan*\") or \"network\" (a Wi-Fi network's name) is required"),
+            ("[[budget]]\ninterface = \"a\"\nnetwork = \"Phone\"\nlimit = 1\nperiod = \"day\"", "budget #1: give one of \"interface\", \"network\" and \"network_hex\""),
+            ("[[budget]]\nnetwork = \"\"\nlimit = 1\nperiod = \"day\"", "budget #1: \"network\" must be a Wi-Fi network's name of 1 to 32 bytes"),
+            ("[[budget]]\nnetwork_hex = \"zz\"\nlimit = 1\nperiod = \"day\"", "budget #1: \"network_hex\" must be 1 to 32 bytes in hex"),
+            ("[[budget]]\nnetwork = \"Phone\"\nperiod = \"day\"", "budget #1 (network \"Phone\"): \"limit\""),
+            ("[[budget]]\nnetwork = \"P\"\nlimit = 1\nperiod = \"day\"\n[[budget]]\nnetwork_hex = \"50\"\nlimit = 5\nperiod = \"day\"",
+             "budget (network \"P\"): two budgets with the same network and period"),
             ("[[budget]]\ninterface = \"a b\"\nlimit = 1\nperiod = \"day\"", "\"interface\" (an interface name or glob"),
             ("[[budget]]\ninterface = \"a\"\nperiod = \"day\"", "budget #1 (a): \"limit\" (bytes, or a string such as \"5GB\" or \"500MiB\") is required"),
             ("[[budget]]\ninterface = \"a\"\nlimit = -1\nperiod = \"day\"", "\"limit\" must be a number of bytes above 0"),

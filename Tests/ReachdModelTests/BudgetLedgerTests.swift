@@ -198,6 +198,33 @@ final class BudgetLedgerTests: XCTestCase {
         XCTAssertNil(statuses["eth0"], "no budget covers eth0")
     }
 
+    /// A network's budget (issue 50) counts the link only while it is on that network, from its last reading
+    /// before it joined: what the link moved on another network, or before, never counts in it.
+    func testANetworksBudgetCountsALinkOnlyWhileOnIt() {
+        let phone = Array("Phone".utf8), home = Array("Home".utf8)
+        var book = BudgetBook(budgets: [DataBudget(network: phone, limitBytes: 1000, period: .day)])
+        let at = time("2026-11-26T12:00:00Z")
+        let used = { (book: BudgetBook, network: [UInt8]?) in
+            book.statuses(of: ["wlan0"], networks: network.map { ["wlan0": $0] } ?? [:], at: at, calendar: self.calendar)["wlan0"]?.usedBytes
+        }
+        let steps: [(bytes: UInt64, network: [UInt8]?, used: UInt64?)] = [
+            (5000, home, nil),   // at home: no budget
+            (5100, phone, 100),  // joined the phone between two readings: from the last reading on
+            (5300, phone, 300),
+            (9300, home, nil),   // 4000 bytes at home
+            (9400, nil, nil),    // not on any network
+            (9450, phone, 300 + 50), // back on the phone: only since the last reading
+        ]
+        for (number, step) in steps.enumerated() {
+            book.record([CounterReading(interface: "wlan0", index: 3, bytes: step.bytes, network: step.network)], bootID: "b", at: at, calendar: calendar)
+            XCTAssertEqual(used(book, step.network), step.used, "step \(number + 1)")
+        }
+        XCTAssertEqual(used(book, phone), 350, "the count stands whichever network the link is on now")
+        // Deleted while on the phone: its last counters count there.
+        book.recordDeleted(CounterReading(interface: "wlan0", index: 3, bytes: 9500), bootID: "b", at: at, calendar: calendar)
+        XCTAssertEqual(used(book, phone), 400)
+    }
+
     func testTheCountAloneRefreshesAtMostOncePerIntervalAStateChangeAtOnce() {
         let s: UInt64 = 1_000_000_000
         func status(_ state: BudgetState, _ used: UInt64) -> [String: BudgetStatus] {
