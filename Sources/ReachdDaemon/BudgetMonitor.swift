@@ -16,7 +16,9 @@ import Glibc
 /// The ledgers are kept in `STATE_DIRECTORY/budgets`, read at start and written (temporary file, then rename)
 /// every `saveSeconds` and at shutdown: a restart loses at most that long of counting.
 ///
-/// A link deleted between two samples is counted from its deletion's last counters (`linkDeleted`).
+/// A link deleted between two samples is counted from its deletion's last counters (`linkDeleted`). Where a budget
+/// names a Wi-Fi network, a link that changes networks is sampled at once (`networksChanged`), and what it moved since
+/// the last sample counts for the network it was on.
 ///
 /// It runs only when budgets are configured; then the daemon wakes every `sampleSeconds`.
 final class BudgetMonitor: Service, Sendable {
@@ -26,6 +28,8 @@ final class BudgetMonitor: Service, Sendable {
     private struct State {
         var book: BudgetBook
         var rule = BudgetRefreshRule()
+        /// The SSID of the network each link was on at the last sample.
+        var networks: [String: [UInt8]] = [:]
         var current: [String: BudgetStatus] = [:]
         var savedText: String?
         var savedAt: UInt64 = 0
@@ -96,6 +100,15 @@ final class BudgetMonitor: Service, Sendable {
         save(force: false)
     }
 
+    /// A new snapshot: when a budget names a network and a link's network changed since the last sample, samples
+    /// at once, off the caller's thread (the snapshot's publisher, which `sample` would wait for).
+    func networksChanged(in snapshot: NetworkSnapshot) {
+        guard budgets.contains(where: { $0.network != nil }) else { return }
+        let networks = snapshot.wifi.mapValues(\.identity.ssid)
+        guard state.withLock({ $0.networks != networks }) else { return }
+        Task { self.sample() }
+    }
+
     /// Counts a deleted link's last counters (its `RTM_DELLINK`), in turn with the samples: bytes it moved since the
     /// last sample are not lost when a PPP link re-dials or a modem resets between two.
     func linkDeleted(_ reading: CounterReading) {
@@ -126,11 +139,28 @@ final class BudgetMonitor: Service, Sendable {
         // A synchronized clock is believed when it reads far before the period counted (`BudgetLedger`).
         let synchronized = TimeChanges.clockSynchronized
         let publish = state.withLock { state -> [String: BudgetStatus]? in
+            // A link on another network than at the last sample moved the bytes since on the one it was on.
+            if readings.contains(where: { state.networks[$0.interface] != $0.network }) {
+                let before = readings.map { reading in
+                    var reading = reading
+                    reading.network = state.networks[reading.interface]
+                    return reading
+                }
+                state.book.record(before, bootID: bootID, at: time, calendar: calendar, synchronized: synchronized)
+            }
+            state.networks = networks
             state.book.record(readings, bootID: bootID, at: time, calendar: calendar, synchronized: synchronized)
             state.current = state.book.statuses(of: links.map(\.name), networks: networks, at: time, calendar: calendar, synchronized: synchronized)
             return state.rule.shouldPublish(state.current, now: now) ? state.current : nil
         }
-        if let publish { view.update(budgets: publish) }
+        if let publish {
+            let onNetworks = publish.keys.reduce(into: [String: [UInt8]]()) { bound, interface in
+                if let network = networks[interface], budgets.first(where: { $0.covers(interface, network: network) })?.network != nil {
+                    bound[interface] = network
+                }
+            }
+            view.update(budgets: publish, onNetworks: onNetworks)
+        }
     }
 
     /// Writes the ledgers when `saveSeconds` passed since the last write (or `force`) and they changed.

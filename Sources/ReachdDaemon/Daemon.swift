@@ -65,14 +65,18 @@ public enum Daemon {
     /// check, the captive-portal API queries and systemd's readiness, which start when the group runs.
     private static func start(_ options: DaemonOptions, logger: Logger, into services: inout DaemonServices) async throws {
         let metrics = options.configuration.metricsListen.map { _ in DaemonMetrics() }
-        // Tells the NetworkManager face of each snapshot once it serves (links change without the verdict).
-        let snapshotRelay = Relay()
+        // Tells the NetworkManager face of each snapshot once it serves (links change without the verdict), and the
+        // budgets, which sample when a link changes Wi-Fi networks.
+        let snapshotRelay = Relay<Void>(), budgetRelay = Relay<NetworkSnapshot>()
         // Every wait is timed by the event loops: Task.sleep would start libdispatch's pool and its 1 Hz monitor.
         let sleeper = Sleeper.eventLoops(MultiThreadedEventLoopGroup.singleton)
         let network = try NetworkView(
             configuration: options.configuration, checking: options.configuration.connectivityCheck != nil,
             watcher: options.watcher, networkManager: options.networkManager, metrics: metrics, sleeper: sleeper, logger: logger,
-            snapshots: { _ in snapshotRelay.call() }
+            snapshots: { snapshot in
+                snapshotRelay.call(())
+                budgetRelay.call(snapshot)
+            }
         )
         let hub = network.hub, hosts = network.hosts
         try network.start()
@@ -84,6 +88,7 @@ public enum Daemon {
         )
         if let budgets {
             network.onLinkDeleted { budgets.linkDeleted($0) }
+            budgetRelay.set { budgets.networksChanged(in: $0) }
             budgets.sample()
             services.add(budgets)
         }
@@ -127,7 +132,7 @@ public enum Daemon {
             )
             // The verdict's changes (the connectivity check's too) and every snapshot, from the current ones on.
             _ = hub.addObserver(startingWithCurrent: true, refreshes: true) { _ in face.networkChanged() }
-            snapshotRelay.set { face.networkChanged() }
+            snapshotRelay.set { _ in face.networkChanged() }
             try face.start()
             return face
         }

@@ -218,11 +218,14 @@ private let faceNodes: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutabl
     return face(context).nodes()
 }
 
-/// A call set once its target exists (the face, after NetworkView which tells of the snapshots); until then nothing.
-final class Relay: Sendable {
-    private let target = Mutex<(@Sendable () -> Void)?>(nil)
+/// A call set once its target exists (the face or the budgets, after NetworkView which tells of the snapshots);
+/// until then nothing.
+final class Relay<Value: Sendable>: Sendable {
+    private let target = Mutex<(@Sendable (Value) -> Void)?>(nil)
 
-    func set(_ call: @escaping @Sendable () -> Void) { target.withLock { $0 = call } }
+    init() {}
 
-    func call() { target.withLock { $0 }?() }
+    func set(_ call: @escaping @Sendable (Value) -> Void) { target.withLock { $0 = call } }
+
+    func call(_ value: Value) { target.withLock { $0 }?(value) }
 }

@@ -84,9 +84,10 @@ public final class NetworkView: Sendable {
         merger.update(portalStatus: portalStatus, round: round)
     }
 
-    /// Takes the data budgets' standings (by interface) into the verdicts.
-    package func update(budgets: [String: BudgetStatus]) {
-        merger.update(budgets: budgets)
+    /// Takes the data budgets' standings (by interface) into the verdicts; `networks`: the Wi-Fi network each standing
+    /// of a network's budget was counted for (`SnapshotMerger.update(budgets:onNetworks:)`).
+    package func update(budgets: [String: BudgetStatus], onNetworks networks: [String: [UInt8]] = [:]) {
+        merger.update(budgets: budgets, onNetworks: networks)
     }
 
     /// Calls `handler` with each deleted link's last byte counters (see `NetlinkWatcher.onLinkDeleted`).

@@ -11,6 +11,7 @@ package final class SnapshotMerger: Sendable {
         var networkd: [Int32: NetworkdLinkFacts] = [:]
         var portals = CaptivePortalAnswers()
         var budgets: [String: BudgetStatus] = [:]
+        var budgetNetworks: [String: [UInt8]] = [:]
         var roaming: [String: RoamingSource] = [:]
         var wifi: [WifiDaemon: [String: WifiNetwork]] = [:]
     }
@@ -55,10 +56,13 @@ package final class SnapshotMerger: Sendable {
         }
     }
 
-    /// The data budgets' standings, by interface (reachd's `BudgetMonitor`).
-    package func update(budgets: [String: BudgetStatus]) {
+    /// The data budgets' standings, by interface (reachd's `BudgetMonitor`); `networks`: the SSID of the Wi-Fi
+    /// network each standing of a network's budget was counted for. Such a standing is left out of the snapshots as
+    /// soon as its link is on another network (until the next standings).
+    package func update(budgets: [String: BudgetStatus], onNetworks networks: [String: [UInt8]] = [:]) {
         state.withLock { state in
             state.budgets = budgets
+            state.budgetNetworks = networks
             emit(state)
         }
     }
@@ -84,10 +88,13 @@ package final class SnapshotMerger: Sendable {
         snapshot.managerMetered = state.manager
         snapshot.networkd = keepsCaptivePortals ? state.networkd : state.networkd.mapValues { NetworkdLinkFacts(androidMetered: $0.androidMetered) }
         snapshot.portalStatus = state.portals.byURL
-        snapshot.budgets = state.budgets
         snapshot.roaming = state.roaming
         // A link both daemons claim: wpa_supplicant's reading, which carries the beacon's hints.
-        snapshot.wifi = (state.wifi[.iwd] ?? [:]).merging(state.wifi[.wpaSupplicant] ?? [:]) { _, wpaSupplicant in wpaSupplicant }
+        let wifi = (state.wifi[.iwd] ?? [:]).merging(state.wifi[.wpaSupplicant] ?? [:]) { _, wpaSupplicant in wpaSupplicant }
+        snapshot.wifi = wifi
+        snapshot.budgets = state.budgets.filter { interface, _ in
+            state.budgetNetworks[interface].map { $0 == wifi[interface]?.identity.ssid } ?? true
+        }
         publish(snapshot)
     }
 }
