@@ -1,6 +1,8 @@
 import ReachdModel
 
 extension Configuration {
+    /// `[[network]]` tables read; each snapshot's Wi-Fi links are matched against them in turn.
+    static let maximumNetworkRules = 1024
     private static let networkKeys: Set<String> = ["ssid", "ssid_hex", "bssid", "kind", "metered", "ignore"]
 
     /// `[[network]]`: rules for Wi-Fi networks, by SSID (`ssid`, or `ssid_hex` for one that is not UTF-8), BSSID or
@@ -9,6 +11,9 @@ extension Configuration {
         guard let value else { return }
         guard let array = value.array, array.allSatisfy({ $0.table != nil }) else {
             throw ConfigurationError("\"network\" must be an array of tables: write [[network]]")
+        }
+        guard array.count <= Self.maximumNetworkRules else {
+            throw ConfigurationError("network: at most \(Self.maximumNetworkRules) [[network]] tables")
         }
         for (position, element) in array.enumerated() {
             networkRules.append(try Self.networkRule(from: element.table!, place: "network #\(position + 1)"))

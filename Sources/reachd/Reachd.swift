@@ -63,7 +63,7 @@ struct Reachd: AsyncParsableCommand {
     @Option(help: "D-Bus bus for org.reachd.Reachability1. A bus that is not there is skipped with a warning.")
     var bus: Bus = .system
 
-    @Option(help: "Bus where NetworkManager's metered flags and ModemManager's roaming modems are read.")
+    @Option(help: "Bus where NetworkManager's metered flags, ModemManager's roaming modems and the Wi-Fi networks joined (iwd, wpa_supplicant) are read.")
     var networkmanager: Bus = .system
 
     @Option(help: "Bus where reachd serves a read-only face of NetworkManager's D-Bus API from its verdicts, for hosts without NetworkManager (docs/networkmanager-face.md); auto: the system bus where systemd says NetworkManager.service is not enabled (the installed unit's choice). Off (none) by default.")

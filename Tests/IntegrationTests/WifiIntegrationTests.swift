@@ -36,12 +36,12 @@ final class WifiIntegrationTests: XCTestCase {
                             environment: ["DBUS_SYSTEM_BUS_ADDRESS": try XCTUnwrap(bus).address])
     }
 
-    private func property(_ name: String) throws -> String {
-        let result = try CommandLineIntegrationTests.run("/usr/bin/busctl", [
-            "--address=\(try XCTUnwrap(bus).address)", "get-property", "org.reachd.Reachability1", "/org/reachd/Reachability1",
-            "org.reachd.Reachability1", name,
-        ])
-        return result.out
+    /// `busctl get-property`'s answer on the private bus, e.g. `s "Phone"`; reachd's own object by default.
+    private func property(_ name: String, of service: String = "org.reachd.Reachability1", path: String = "/org/reachd/Reachability1",
+                          interface: String = "org.reachd.Reachability1") throws -> String {
+        try CommandLineIntegrationTests.run("/usr/bin/busctl", [
+            "--address=\(try XCTUnwrap(bus).address)", "get-property", service, path, interface, name,
+        ]).out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func testIwdsNetworkIsInTheVerdictAndANetworkRuleBeatsTheInterfaceRule() throws {
@@ -52,7 +52,7 @@ final class WifiIntegrationTests: XCTestCase {
             [[network]]
             ssid = "Phone"
             metered = true
-            """)
+            """, arguments: ["--networkmanager-face", "system"])
         let subscriber = try lab.subscribe()
         let before = try subscriber.waitFor("reachable via wlan0") { $0.reachable && $0.interface == "wlan0" }.verdict
         XCTAssertNil(before.wifiNetwork, "no Wi-Fi daemon yet")
@@ -80,9 +80,20 @@ final class WifiIntegrationTests: XCTestCase {
         let json = try lab.reachctl(["--json", "status"]).out
         XCTAssertTrue(json.contains(#""wifiNetwork":{"bssid":"02:aa:bb:cc:dd:ee","name":"Phone","ssidHex":"50686f6e65"}"#), json)
         try XCTUnwrap(bus).waitForOwner(of: "org.reachd.Reachability1")
-        try eventually("the D-Bus properties to name Phone") { try self.property("WifiNetwork") == "s \"Phone\"\n" }
-        XCTAssertEqual(try property("WifiBSSID"), "s \"02:aa:bb:cc:dd:ee\"\n")
-        XCTAssertEqual(try property("MeteredSource"), "s \"network rule\"\n")
+        try eventually("the D-Bus properties to name Phone") { try self.property("WifiNetwork") == "s \"Phone\"" }
+        XCTAssertEqual(try property("WifiBSSID"), "s \"02:aa:bb:cc:dd:ee\"")
+        XCTAssertEqual(try property("MeteredSource"), "s \"network rule\"")
+        // The NetworkManager face: a Wi-Fi primary connection named as the network, where nmcli and Qt read it.
+        let manager = { (name: String) in
+            try self.property(name, of: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
+                              interface: "org.freedesktop.NetworkManager")
+        }
+        try eventually("the face's primary connection to be Phone's") {
+            let primary = try manager("PrimaryConnection").split(separator: "\"").dropFirst().first.map(String.init) ?? "/"
+            return try primary != "/" && self.property("Id", of: "org.freedesktop.NetworkManager", path: primary,
+                                                       interface: "org.freedesktop.NetworkManager.Connection.Active") == "s \"Phone\""
+        }
+        XCTAssertEqual(try manager("PrimaryConnectionType"), "s \"802-11-wireless\"")
 
         // iwd stops under reachd: no network is known, the interface's rule decides again; back, it is followed again.
         iwd.stop()

@@ -39,6 +39,7 @@ final class NetworkConfigurationTests: XCTestCase {
             ("[[network]]\nssid = \"Home\"\nkind = \"fast\"", #"network #1 (ssid "Home"): "kind" must be one of wifi, wwan, wired, other"#),
             ("[[network]]\nssid = \"Home\"\nmatch = \"wlan0\"", #"network #1: unknown key "match" (known: bssid, ignore, kind, metered, ssid, ssid_hex)"#),
             ("[metered]\nwifi_hints = 1", #"metered: "wifi_hints" must be true or false"#),
+            (String(repeating: "[[network]]\nssid = \"a\"\n", count: 1025), "network: at most 1024 [[network]] tables"),
         ]
         for (text, message) in cases {
             XCTAssertThrowsError(try Configuration(toml: text), text) { error in
