@@ -101,3 +101,47 @@ struct BusPeer {
         return relevant
     }
 }
+
+extension BusPeer {
+    /// The match rule of the signal `member` of `interface` that `sender` sends, with `more` conditions
+    /// (`,path_namespace='…'`, `,arg0='…'`).
+    static func signal(from sender: String, _ interface: String, _ member: String, _ more: String = "") -> String {
+        "type='signal',sender='\(sender)',interface='\(interface)',member='\(member)'\(more)"
+    }
+
+    /// What a reader of an ObjectManager service follows: PropertiesChanged of each of `interfaces` under `namespace`
+    /// (to `properties`), InterfacesAdded and InterfacesRemoved (to `objects`), and the service's owner (to `owner`).
+    static func objectManagerMatches(
+        of service: String, under namespace: String, interfaces: [String], properties: sd_bus_message_handler_t,
+        objects: sd_bus_message_handler_t, owner: sd_bus_message_handler_t
+    ) -> [(rule: String, handler: sd_bus_message_handler_t)] {
+        interfaces.sorted().map { interface in
+            (signal(from: service, "org.freedesktop.DBus.Properties", "PropertiesChanged", ",path_namespace='\(namespace)',arg0='\(interface)'"),
+             properties)
+        } + [
+            (signal(from: service, "org.freedesktop.DBus.ObjectManager", "InterfacesAdded"), objects),
+            (signal(from: service, "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"), objects),
+            (ownerChanged(of: service), owner),
+        ]
+    }
+
+    /// The match rule of the bus's NameOwnerChanged for `service`: it appeared, left or changed hands.
+    static func ownerChanged(of service: String) -> String {
+        signal(from: "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", ",arg0='\(service)'")
+    }
+}
+
+extension BusConnection {
+    /// Adds each match rule with its handler, which gets `context`; stops the connection and throws when one
+    /// cannot be added.
+    func addMatches(_ matches: [(rule: String, handler: sd_bus_message_handler_t)], context: UnsafeMutableRawPointer) throws {
+        do {
+            for (rule, handler) in matches {
+                try export({ bus, slot in sd_bus_add_match(bus, &slot, rule, handler, context) }, what: "sd_bus_add_match")
+            }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+}

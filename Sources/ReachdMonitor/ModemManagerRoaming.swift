@@ -41,25 +41,10 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
         connection = try BusConnection(bus)
         self.logger = logger
         self.onChange = onChange
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        var matches: [(String, sd_bus_message_handler_t)] = Self.followed.keys.sorted().map { interface in
-            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                + "path_namespace='\(Self.root)',arg0='\(interface)'", modemPropertiesChanged)
-        }
-        matches += [
-            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'", modemsChanged),
-            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesRemoved'", modemsChanged),
-            ("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',"
-                + "arg0='\(Self.service)'", modemsChanged),
-        ]
-        do {
-            for (rule, handler) in matches {
-                try connection.export({ bus, slot in sd_bus_add_match(bus, &slot, rule, handler, context) }, what: "sd_bus_add_match")
-            }
-        } catch {
-            connection.stop()
-            throw error
-        }
+        try connection.addMatches(BusPeer.objectManagerMatches(
+            of: Self.service, under: Self.root, interfaces: Array(Self.followed.keys), properties: modemPropertiesChanged,
+            objects: modemsChanged, owner: modemsChanged
+        ), context: Unmanaged.passUnretained(self).toOpaque())
     }
 
     package static func merging(into merger: SnapshotMerger) -> @Sendable ([String: RoamingSource]) -> Void {

@@ -30,23 +30,13 @@ package final class NetworkManagerMetered: BusSource, @unchecked Sendable {
         connection = try BusConnection(bus)
         self.logger = logger
         self.onChange = onChange
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        let matches: [(String, sd_bus_message_handler_t)] = [
-            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                + "arg0='\(Self.deviceInterface)'", managerPropertiesChanged),
-            ("type='signal',sender='\(Self.service)',interface='\(Self.service)',member='DeviceAdded'", managerDevicesChanged),
-            ("type='signal',sender='\(Self.service)',interface='\(Self.service)',member='DeviceRemoved'", managerDevicesChanged),
-            ("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',"
-                + "arg0='\(Self.service)'", managerDevicesChanged),
-        ]
-        do {
-            for (rule, handler) in matches {
-                try connection.export({ bus, slot in sd_bus_add_match(bus, &slot, rule, handler, context) }, what: "sd_bus_add_match")
-            }
-        } catch {
-            connection.stop()
-            throw error
-        }
+        try connection.addMatches([
+            (BusPeer.signal(from: Self.service, "org.freedesktop.DBus.Properties", "PropertiesChanged", ",arg0='\(Self.deviceInterface)'"),
+             managerPropertiesChanged),
+            (BusPeer.signal(from: Self.service, Self.service, "DeviceAdded"), managerDevicesChanged),
+            (BusPeer.signal(from: Self.service, Self.service, "DeviceRemoved"), managerDevicesChanged),
+            (BusPeer.ownerChanged(of: Self.service), managerDevicesChanged),
+        ], context: Unmanaged.passUnretained(self).toOpaque())
     }
 
     package static func merging(into merger: SnapshotMerger) -> @Sendable ([String: ManagerMetered]) -> Void {

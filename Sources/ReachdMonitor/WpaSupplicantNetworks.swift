@@ -34,23 +34,13 @@ package final class WpaSupplicantNetworks: BusSource, @unchecked Sendable {
         connection = try BusConnection(bus)
         self.logger = logger
         self.onChange = onChange
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        let matches: [(String, sd_bus_message_handler_t)] = [
-            ("type='signal',sender='\(Self.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
-                + "path_namespace='\(Self.root)'", wpaPropertiesChanged),
-            ("type='signal',sender='\(Self.service)',interface='\(Self.service)',member='InterfaceAdded'", wpaInterfacesChanged),
-            ("type='signal',sender='\(Self.service)',interface='\(Self.service)',member='InterfaceRemoved'", wpaInterfacesChanged),
-            ("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',"
-                + "arg0='\(Self.service)'", wpaInterfacesChanged),
-        ]
-        do {
-            for (rule, handler) in matches {
-                try connection.export({ bus, slot in sd_bus_add_match(bus, &slot, rule, handler, context) }, what: "sd_bus_add_match")
-            }
-        } catch {
-            connection.stop()
-            throw error
-        }
+        try connection.addMatches([
+            (BusPeer.signal(from: Self.service, "org.freedesktop.DBus.Properties", "PropertiesChanged", ",path_namespace='\(Self.root)'"),
+             wpaPropertiesChanged),
+            (BusPeer.signal(from: Self.service, Self.service, "InterfaceAdded"), wpaInterfacesChanged),
+            (BusPeer.signal(from: Self.service, Self.service, "InterfaceRemoved"), wpaInterfacesChanged),
+            (BusPeer.ownerChanged(of: Self.service), wpaInterfacesChanged),
+        ], context: Unmanaged.passUnretained(self).toOpaque())
     }
 
     package static func merging(into merger: SnapshotMerger) -> @Sendable ([String: WifiNetwork]) -> Void {
