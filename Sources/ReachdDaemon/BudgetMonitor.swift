@@ -30,6 +30,8 @@ final class BudgetMonitor: Service, Sendable {
         var rule = BudgetRefreshRule()
         /// The SSID of the network each link was on at the last sample.
         var networks: [String: [UInt8]] = [:]
+        /// A sample for a change of networks is on its way (one at a time).
+        var sampleQueued = false
         var current: [String: BudgetStatus] = [:]
         var savedText: String?
         var savedAt: UInt64 = 0
@@ -105,8 +107,12 @@ final class BudgetMonitor: Service, Sendable {
     func networksChanged(in snapshot: NetworkSnapshot) {
         guard budgets.contains(where: { $0.network != nil }) else { return }
         let networks = snapshot.wifi.mapValues(\.identity.ssid)
-        guard state.withLock({ $0.networks != networks }) else { return }
-        Task { self.sample() }
+        let due = state.withLock { state in
+            guard state.networks != networks, !state.sampleQueued else { return false }
+            state.sampleQueued = true
+            return true
+        }
+        if due { Task { self.sample() } }
     }
 
     /// Counts a deleted link's last counters (its `RTM_DELLINK`), in turn with the samples: bytes it moved since the
@@ -126,10 +132,15 @@ final class BudgetMonitor: Service, Sendable {
         let links = snapshot.links.values
         let networks = snapshot.wifi.mapValues(\.identity.ssid)
         let countsNetworks = budgets.contains { $0.network != nil }
+        let previous = state.withLock { state in
+            state.sampleQueued = false
+            return state.networks
+        }
         var readings: [CounterReading] = []
-        // A link on a Wi-Fi network is read whenever a budget names a network: so that a link joining one
-        // counts there from its last reading (`BudgetBook`).
-        for link in links where budgets.contains(where: { $0.matches(link.name) }) || (countsNetworks && networks[link.name] != nil) {
+        // A link on a Wi-Fi network, now or at the last sample, is read whenever a budget names a network: what it
+        // moved since counts for the network it was on, and a link joining one counts there from this reading.
+        for link in links where budgets.contains(where: { $0.matches(link.name) })
+            || (countsNetworks && (networks[link.name] != nil || previous[link.name] != nil)) {
             // Only the link the snapshot names: a new one of the same name starts its own count.
             if let bytes = sysfs.byteCount(for: link.name, index: link.index) {
                 readings.append(CounterReading(interface: link.name, index: link.index, bytes: bytes, network: networks[link.name]))
@@ -138,7 +149,7 @@ final class BudgetMonitor: Service, Sendable {
         let time = Timestamp.now(), now = MonotonicClock.nanoseconds(), calendar = SystemCalendar()
         // A synchronized clock is believed when it reads far before the period counted (`BudgetLedger`).
         let synchronized = TimeChanges.clockSynchronized
-        let publish = state.withLock { state -> [String: BudgetStatus]? in
+        let publish = state.withLock { state -> (links: [String: BudgetStatus], networks: [[UInt8]: BudgetStatus])? in
             // A link on another network than at the last sample moved the bytes since on the one it was on.
             if readings.contains(where: { state.networks[$0.interface] != $0.network }) {
                 let before = readings.map { reading in
@@ -151,16 +162,14 @@ final class BudgetMonitor: Service, Sendable {
             state.networks = networks
             state.book.record(readings, bootID: bootID, at: time, calendar: calendar, synchronized: synchronized)
             state.current = state.book.statuses(of: links.map(\.name), networks: networks, at: time, calendar: calendar, synchronized: synchronized)
-            return state.rule.shouldPublish(state.current, now: now) ? state.current : nil
+            // What the verdicts take: the interfaces' budgets by link, and every network's, which the merger gives a
+            // link while it is on that network (at once when it joins one).
+            let byLink = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar, synchronized: synchronized)
+            let byNetwork = state.book.networkStatuses(at: time, calendar: calendar, synchronized: synchronized)
+            let all = byLink.merging(byNetwork.map { (WifiIdentity(ssid: $0.key).map { "network " + $0.ssidHex } ?? "", $0.value) }) { link, _ in link }
+            return state.rule.shouldPublish(all, now: now) ? (byLink, byNetwork) : nil
         }
-        if let publish {
-            let onNetworks = publish.keys.reduce(into: [String: [UInt8]]()) { bound, interface in
-                if let network = networks[interface], budgets.first(where: { $0.covers(interface, network: network) })?.network != nil {
-                    bound[interface] = network
-                }
-            }
-            view.update(budgets: publish, onNetworks: onNetworks)
-        }
+        if let publish { view.update(budgets: publish.links, networks: publish.networks) }
     }
 
     /// Writes the ledgers when `saveSeconds` passed since the last write (or `force`) and they changed.

@@ -160,9 +160,20 @@ public struct BudgetBook: Hashable, Sendable {
         self.ledgers = ledgers
     }
 
-    /// The budget that covers `interface` while it is on the Wi-Fi network `network`: the first that does.
+    /// The budget that covers `interface` while it is on the Wi-Fi network `network`: that network's, else the first
+    /// that matches its name (as `[[network]]` rules come before `[[interface]]` rules).
     public func budget(for interface: String, network: [UInt8]? = nil) -> DataBudget? {
-        budgets.first { $0.covers(interface, network: network) }
+        budgets.first { $0.network != nil && $0.covers(interface, network: network) } ?? budgets.first { $0.matches(interface) }
+    }
+
+    /// The standing of every network's budget, by SSID.
+    public func networkStatuses(at time: Timestamp, calendar: any LocalCalendar, synchronized: Bool = false) -> [[UInt8]: BudgetStatus] {
+        var statuses: [[UInt8]: BudgetStatus] = [:]
+        for budget in budgets {
+            guard let network = budget.network, statuses[network] == nil, let ledger = ledgers[budget.key] else { continue }
+            statuses[network] = ledger.status(of: budget, at: time, calendar: calendar, synchronized: synchronized)
+        }
+        return statuses
     }
 
     /// Counts the readings of every link (those no budget covers are skipped).

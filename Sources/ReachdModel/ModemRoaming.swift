@@ -51,17 +51,10 @@ public enum ModemRoaming {
         var links: [String: RoamingSource] = [:]
         for modem in modems.prefix(maximumModems) {
             guard let raw = modem.registration, ModemRegistration(rawValue: raw)?.isRoaming == true else { continue }
-            for name in modem.bearerInterfaces.prefix(maximumBearers) where isInterfaceName(name) {
+            for name in modem.bearerInterfaces.prefix(maximumBearers) where LinkInfo.isValidName(name) {
                 links[name] = .modemManager
             }
         }
         return links
-    }
-
-    /// What the kernel accepts as a link name: 1 to 15 bytes, no `/`, no whitespace or control character, not `.` or `..`.
-    public static func isInterfaceName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard (1...15).contains(bytes.count), name != ".", name != ".." else { return false }
-        return bytes.allSatisfy { $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ":") }
     }
 }

@@ -73,6 +73,13 @@ public struct LinkInfo: Hashable, Sendable {
         self.sysfs = sysfs
     }
 
+    /// What the kernel accepts as a link name: 1 to 15 bytes, no `/`, no whitespace or control character, not `.` or `..`.
+    public static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...15).contains(bytes.count), name != ".", name != ".." else { return false }
+        return bytes.allSatisfy { $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ":") }
+    }
+
     /// The driver reports carrier (`IFF_LOWER_UP`, and `IFLA_CARRIER` when present).
     public var hasCarrier: Bool { flags.contains(.lowerUp) && carrier != false }
 

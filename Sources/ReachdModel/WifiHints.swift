@@ -24,8 +24,8 @@
 /// and shows as a personal hotspot (reverseengineering.stackexchange.com question 31710; OpenWrt users add the
 /// element to their access points to be taken for one).
 /// ChromeOS's shill (shill/tethering.cc `kIosOui`, shill/wifi/wifi_endpoint.cc) guesses tethering from any
-/// 00:17:F2 element and a locally administered BSSID; reachd matches the type seen in hotspot beacons and leaves
-/// the BSSID to the caller.
+/// 00:17:F2 element and a locally administered BSSID; reachd matches the type seen in hotspot beacons, whatever the
+/// BSSID.
 public struct WifiHints: Hashable, Sendable {
     /// The Network Cost element's cost (its congested flag is not kept); nil without a readable element.
     public var networkCost: ConnectionCost?

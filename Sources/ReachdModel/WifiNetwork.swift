@@ -21,11 +21,12 @@ public struct WifiIdentity: Hashable, Sendable {
         self.bssid = bssid
     }
 
-    /// The SSID as text: itself when it is UTF-8 without a backslash; otherwise every byte that is not printable
-    /// ASCII written `\xNN` and a backslash `\\`, so that two different SSIDs never read the same. Control
-    /// characters of valid UTF-8 stay (terminals show names through `TerminalText`).
+    /// The SSID as text: itself when it is UTF-8 without a backslash or an ASCII control character (NUL, ESC, DEL
+    /// ...); otherwise every byte that is not printable ASCII written `\xNN` and a backslash `\\`, so that two
+    /// different SSIDs never read the same and a C string (D-Bus) never cuts one short.
     public var name: String {
-        if !ssid.contains(UInt8(ascii: "\\")), let text = String(validating: ssid, as: UTF8.self) { return text }
+        if !ssid.contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 || $0 == 0x7F }),
+           let text = String(validating: ssid, as: UTF8.self) { return text }
         var text = ""
         for byte in ssid {
             switch byte {
@@ -37,10 +38,14 @@ public struct WifiIdentity: Hashable, Sendable {
         return text
     }
 
-    /// The SSID's bytes from `name`'s text (its escapes undone); nil for text no SSID has as its name.
+    /// The SSID whose `name` is `name` (its escapes undone); nil for text that is no SSID's name.
     public static func ssid(name: String) -> [UInt8]? {
+        guard let bytes = unescaped(name), WifiIdentity(ssid: bytes)?.name == name else { return nil }
+        return bytes
+    }
+
+    private static func unescaped(_ name: String) -> [UInt8]? {
         let text = Array(name.utf8)
-        guard text.contains(UInt8(ascii: "\\")) else { return text.isEmpty ? nil : text }
         var bytes: [UInt8] = []
         var index = 0
         while index < text.count {
@@ -75,8 +80,8 @@ public struct WifiIdentity: Hashable, Sendable {
     /// Six bytes from `aa:bb:cc:dd:ee:ff` (either case); nil for anything else.
     public static func bssid(_ text: String) -> [UInt8]? {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 6 else { return nil }
-        let bytes = parts.compactMap { $0.utf8.count == 2 ? UInt8($0, radix: 16) : nil }
+        guard parts.count == 6, parts.allSatisfy({ $0.utf8.count == 2 }) else { return nil }
+        let bytes = parts.compactMap { Self.bytes(hex: String($0))?.first }
         return bytes.count == 6 ? bytes : nil
     }
 

@@ -2,7 +2,7 @@
 public struct WpaSupplicantReading: Hashable, Sendable {
     /// `Interface.Ifname`.
     public var interface: String
-    /// `Interface.State` (`completed` once joined).
+    /// `Interface.State` (`completed` once joined; see `WifiStations.wpaSupplicantJoined`).
     public var state: String
     /// The current BSS's `SSID`, `BSSID` and `IEs`; nil without a current BSS.
     public var ssid: [UInt8]?
@@ -45,10 +45,15 @@ public enum WifiStations {
     /// Interfaces read from one daemon; more are ignored (a host has one or two).
     public static let maximumInterfaces = 16
 
-    /// The networks of wpa_supplicant's interfaces in state `completed`, by interface name.
+    /// wpa_supplicant's states of an interface on a network: `completed`, and those it passes through while it
+    /// roams to another access point or renews its keys (with a current BSS, the network it is joining or on).
+    public static let wpaSupplicantJoined: Set<String> = ["authenticating", "associating", "associated", "4way_handshake",
+                                                          "group_handshake", "completed"]
+
+    /// The networks of wpa_supplicant's interfaces in a joined state (`wpaSupplicantJoined`), by interface name.
     public static func networks(wpaSupplicant readings: [WpaSupplicantReading]) -> [String: WifiNetwork] {
         var networks: [String: WifiNetwork] = [:]
-        for reading in readings.prefix(maximumInterfaces) where reading.state == "completed" && ModemRoaming.isInterfaceName(reading.interface) {
+        for reading in readings.prefix(maximumInterfaces) where wpaSupplicantJoined.contains(reading.state) && LinkInfo.isValidName(reading.interface) {
             guard let ssid = reading.ssid,
                   let identity = WifiIdentity(ssid: ssid, bssid: reading.bssid?.count == 6 ? reading.bssid : nil) else { continue }
             let hints = reading.elements.flatMap { try? WifiElements.parse($0).get().hints } ?? WifiHints()
@@ -62,7 +67,7 @@ public enum WifiStations {
     public static func networks(iwd readings: [IwdStationReading]) -> [String: WifiNetwork] {
         var networks: [String: WifiNetwork] = [:]
         for reading in readings.prefix(maximumInterfaces)
-        where ["connected", "roaming"].contains(reading.state) && ModemRoaming.isInterfaceName(reading.interface) {
+        where ["connected", "roaming"].contains(reading.state) && LinkInfo.isValidName(reading.interface) {
             guard let name = reading.networkName,
                   let identity = WifiIdentity(ssid: Array(name.utf8), bssid: reading.bssid.flatMap(WifiIdentity.bssid)) else { continue }
             networks[reading.interface] = WifiNetwork(identity: identity, daemon: .iwd)

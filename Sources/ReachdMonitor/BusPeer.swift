@@ -8,29 +8,60 @@ struct BusPeer {
     let service: String
     let timeoutMicroseconds: UInt64
 
-    /// A method call with string arguments; the reply (to unref), or nil on any failure.
-    func call(_ bus: OpaquePointer, path: String, interface: String, member: String, arguments: [String] = []) -> OpaquePointer? {
+    /// What a call came to: a reply (to unref), the service not on the bus, or another failure (a timeout, an
+    /// error reply, a malformed one).
+    enum Answer<Value> {
+        case value(Value)
+        case serviceAbsent
+        case failed
+
+        /// The value; nil for either failure.
+        var value: Value? {
+            if case .value(let value) = self { return value }
+            return nil
+        }
+    }
+
+    /// A method call with string arguments.
+    func ask(_ bus: OpaquePointer, path: String, interface: String, member: String, arguments: [String] = []) -> Answer<OpaquePointer> {
         var message: OpaquePointer?
-        guard sd_bus_message_new_method_call(bus, &message, service, path, interface, member) >= 0, let message else { return nil }
+        guard sd_bus_message_new_method_call(bus, &message, service, path, interface, member) >= 0, let message else { return .failed }
         defer { sd_bus_message_unref(message) }
         for argument in arguments {
-            guard argument.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return nil }
+            guard argument.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return .failed }
         }
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
-        guard sd_bus_call(bus, message, timeoutMicroseconds, &error, &reply) >= 0 else { return nil }
-        return reply
+        guard sd_bus_call(bus, message, timeoutMicroseconds, &error, &reply) >= 0, let reply else {
+            let absent = sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.ServiceUnknown") > 0
+                || sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.NameHasNoOwner") > 0
+            return absent ? .serviceAbsent : .failed
+        }
+        return .value(reply)
     }
 
-    /// `org.freedesktop.DBus.Properties.Get(interface, name)` of `contents` read by `read`; nil on any failure.
+    /// A method call with string arguments; the reply (to unref), or nil on any failure.
+    func call(_ bus: OpaquePointer, path: String, interface: String, member: String, arguments: [String] = []) -> OpaquePointer? {
+        ask(bus, path: path, interface: interface, member: member, arguments: arguments).value
+    }
+
+    /// `org.freedesktop.DBus.Properties.Get(interface, name)` of `contents` read by `read` (nil: malformed, `.failed`).
+    func read<T>(_ bus: OpaquePointer, path: String, interface: String, name: String, _ contents: String,
+                 _ read: (OpaquePointer) -> T?) -> Answer<T> {
+        switch ask(bus, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get", arguments: [interface, name]) {
+        case .value(let reply):
+            defer { sd_bus_message_unref(reply) }
+            return Self.variant(reply, contents, read).map { .value($0) } ?? .failed
+        case .serviceAbsent: return .serviceAbsent
+        case .failed: return .failed
+        }
+    }
+
+    /// `read(...)`'s value; nil on any failure.
     func property<T>(_ bus: OpaquePointer, path: String, interface: String, name: String, _ contents: String,
                      _ read: (OpaquePointer) -> T?) -> T? {
-        guard let reply = call(bus, path: path, interface: "org.freedesktop.DBus.Properties", member: "Get", arguments: [interface, name]) else {
-            return nil
-        }
-        defer { sd_bus_message_unref(reply) }
-        return Self.variant(reply, contents, read)
+        self.read(bus, path: path, interface: interface, name: name, contents, read).value
     }
 
     /// Reads a variant holding `contents` with `read`; a variant of another type is skipped (nil).

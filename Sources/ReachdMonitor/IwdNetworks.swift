@@ -10,8 +10,8 @@ import ReachdSystem
 /// when iwd appears or leaves the bus (networks that scans add and remove are not a reason).
 ///
 /// iwd is a peer like any other: at most `maximumObjects` objects of its list and `WifiStations.maximumInterfaces`
-/// stations are read, each call waits at most 1 s, and a reading that takes over `refreshBudgetMicroseconds` is
-/// dropped (the last good one stays).
+/// stations are read, each call waits at most 1 s, and a reading in which a call fails (but for iwd not being on the
+/// bus) or that takes over `refreshBudgetMicroseconds` is dropped (the last good one stays).
 package final class IwdNetworks: BusSource, @unchecked Sendable {
     package static let serviceName = "iwd"
     package static let withoutService = "no network is known by name from iwd"
@@ -61,7 +61,7 @@ package final class IwdNetworks: BusSource, @unchecked Sendable {
     fileprivate func refresh(_ bus: OpaquePointer) {
         let started = MonotonicClock.microseconds()
         guard let readings = readStations(bus, inTime: { MonotonicClock.microseconds() - started < Self.refreshBudgetMicroseconds }) else {
-            logger.warning("iwd: reading the stations took over \(Self.refreshBudgetMicroseconds / 1_000_000) s; keeping the last reading")
+            logger.warning("iwd: a call failed or reading the stations took over \(Self.refreshBudgetMicroseconds / 1_000_000) s; keeping the last reading")
             return
         }
         let new = WifiStations.networks(iwd: readings)
@@ -110,24 +110,33 @@ package final class IwdNetworks: BusSource, @unchecked Sendable {
         var accessPoint: String?
     }
 
-    /// Every station with its network's name and access point's address; empty without iwd; nil when out of time.
+    /// Every station with its network's name and access point's address; empty without iwd; nil when a call failed
+    /// (an object gone since the list was read: its signal reads again) or time ran out.
     private func readStations(_ bus: OpaquePointer, inTime: () -> Bool) -> [IwdStationReading]? {
-        var stations: [Station] = []
-        if let reply = peer.call(bus, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects") {
+        let stations: [Station]
+        switch peer.ask(bus, path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects") {
+        case .value(let reply):
             defer { sd_bus_message_unref(reply) }
             stations = Self.stations(in: reply)
+        case .serviceAbsent: return []
+        case .failed: return nil
         }
         var readings: [IwdStationReading] = []
         for station in stations {
             guard let interface = station.interface, let state = station.state else { continue }
             guard inTime() else { return nil }
-            let name = station.network.flatMap { path in
-                peer.property(bus, path: path, interface: "net.connman.iwd.Network", name: "Name", "s") { BusPeer.text($0, limit: 256) }
+            var reading = IwdStationReading(interface: interface, state: state)
+            if let path = station.network {
+                let name = peer.read(bus, path: path, interface: "net.connman.iwd.Network", name: "Name", "s") { BusPeer.text($0, limit: 256) }
+                guard let name = name.value else { return nil }
+                reading.networkName = name
             }
-            let bssid = station.accessPoint.flatMap { path in
-                peer.property(bus, path: path, interface: "net.connman.iwd.BasicServiceSet", name: "Address", "s") { BusPeer.text($0, limit: 64) }
+            if let path = station.accessPoint {
+                let address = peer.read(bus, path: path, interface: "net.connman.iwd.BasicServiceSet", name: "Address", "s") { BusPeer.text($0, limit: 64) }
+                guard let address = address.value else { return nil }
+                reading.bssid = address
             }
-            readings.append(IwdStationReading(interface: interface, state: state, networkName: name, bssid: bssid))
+            readings.append(reading)
         }
         return readings
     }

@@ -84,10 +84,10 @@ public final class NetworkView: Sendable {
         merger.update(portalStatus: portalStatus, round: round)
     }
 
-    /// Takes the data budgets' standings (by interface) into the verdicts; `networks`: the Wi-Fi network each standing
-    /// of a network's budget was counted for (`SnapshotMerger.update(budgets:onNetworks:)`).
-    package func update(budgets: [String: BudgetStatus], onNetworks networks: [String: [UInt8]] = [:]) {
-        merger.update(budgets: budgets, onNetworks: networks)
+    /// Takes the data budgets' standings into the verdicts: the interfaces' by link, the networks' by SSID
+    /// (`SnapshotMerger.update(budgets:networks:)`).
+    package func update(budgets: [String: BudgetStatus], networks: [[UInt8]: BudgetStatus] = [:]) {
+        merger.update(budgets: budgets, networks: networks)
     }
 
     /// Calls `handler` with each deleted link's last byte counters (see `NetlinkWatcher.onLinkDeleted`).

@@ -11,7 +11,7 @@ package final class SnapshotMerger: Sendable {
         var networkd: [Int32: NetworkdLinkFacts] = [:]
         var portals = CaptivePortalAnswers()
         var budgets: [String: BudgetStatus] = [:]
-        var budgetNetworks: [String: [UInt8]] = [:]
+        var networkBudgets: [[UInt8]: BudgetStatus] = [:]
         var roaming: [String: RoamingSource] = [:]
         var wifi: [WifiDaemon: [String: WifiNetwork]] = [:]
     }
@@ -56,13 +56,13 @@ package final class SnapshotMerger: Sendable {
         }
     }
 
-    /// The data budgets' standings, by interface (reachd's `BudgetMonitor`); `networks`: the SSID of the Wi-Fi
-    /// network each standing of a network's budget was counted for. Such a standing is left out of the snapshots as
-    /// soon as its link is on another network (until the next standings).
-    package func update(budgets: [String: BudgetStatus], onNetworks networks: [String: [UInt8]] = [:]) {
+    /// The data budgets' standings (reachd's `BudgetMonitor`): the interfaces' budgets by link, and the Wi-Fi
+    /// networks' budgets by SSID, which a link on that network takes (before its interface's) from the snapshot
+    /// that says it joined, and loses with the one that says it left.
+    package func update(budgets: [String: BudgetStatus], networks: [[UInt8]: BudgetStatus] = [:]) {
         state.withLock { state in
             state.budgets = budgets
-            state.budgetNetworks = networks
+            state.networkBudgets = networks
             emit(state)
         }
     }
@@ -92,8 +92,9 @@ package final class SnapshotMerger: Sendable {
         // A link both daemons claim: wpa_supplicant's reading, which carries the beacon's hints.
         let wifi = (state.wifi[.iwd] ?? [:]).merging(state.wifi[.wpaSupplicant] ?? [:]) { _, wpaSupplicant in wpaSupplicant }
         snapshot.wifi = wifi
-        snapshot.budgets = state.budgets.filter { interface, _ in
-            state.budgetNetworks[interface].map { $0 == wifi[interface]?.identity.ssid } ?? true
+        snapshot.budgets = state.budgets
+        for (interface, network) in wifi {
+            if let budget = state.networkBudgets[network.identity.ssid] { snapshot.budgets[interface] = budget }
         }
         publish(snapshot)
     }

@@ -10,8 +10,9 @@ import ReachdSystem
 /// `BSSID` changed, or when wpa_supplicant appears or leaves the bus.
 ///
 /// wpa_supplicant is a peer like any other: at most `WifiStations.maximumInterfaces` interfaces are read, each
-/// call waits at most 1 s, a BSS's elements over 4096 bytes give no hint, and a reading that takes over
-/// `refreshBudgetMicroseconds` is dropped (the last good one stays).
+/// call waits at most 1 s, a BSS's elements over 4096 bytes give no hint, and a reading in which a call fails (but
+/// for wpa_supplicant not being on the bus) or that takes over `refreshBudgetMicroseconds` is dropped (the last good
+/// one stays).
 package final class WpaSupplicantNetworks: BusSource, @unchecked Sendable {
     package static let serviceName = "wpa_supplicant"
     package static let withoutService = "no network is known by name from wpa_supplicant"
@@ -59,7 +60,7 @@ package final class WpaSupplicantNetworks: BusSource, @unchecked Sendable {
     fileprivate func refresh(_ bus: OpaquePointer) {
         let started = MonotonicClock.microseconds()
         guard let readings = readInterfaces(bus, inTime: { MonotonicClock.microseconds() - started < Self.refreshBudgetMicroseconds }) else {
-            logger.warning("wpa_supplicant: reading the interfaces took over \(Self.refreshBudgetMicroseconds / 1_000_000) s; keeping the last reading")
+            logger.warning("wpa_supplicant: a call failed or reading the interfaces took over \(Self.refreshBudgetMicroseconds / 1_000_000) s; keeping the last reading")
             return
         }
         let new = WifiStations.networks(wpaSupplicant: readings.map(\.reading))
@@ -89,28 +90,38 @@ package final class WpaSupplicantNetworks: BusSource, @unchecked Sendable {
 
     // MARK: - Reading
 
-    /// Each interface with the path of its current BSS; empty without wpa_supplicant; nil when out of time.
+    /// Each interface with the path of its current BSS; empty without wpa_supplicant; nil when a call failed (an
+    /// interface or BSS gone since the list was read: its signal reads again) or time ran out.
     private func readInterfaces(_ bus: OpaquePointer, inTime: () -> Bool) -> [(reading: WpaSupplicantReading, bss: String?)]? {
-        let paths = peer.property(bus, path: Self.root, interface: Self.service, name: "Interfaces", "ao") {
+        let paths: [String]
+        switch peer.read(bus, path: Self.root, interface: Self.service, name: "Interfaces", "ao", {
             BusPeer.objectPaths($0, limit: WifiStations.maximumInterfaces)
-        } ?? []
+        }) {
+        case .value(let found): paths = found
+        case .serviceAbsent: return []
+        case .failed: return nil
+        }
         var readings: [(WpaSupplicantReading, String?)] = []
         for path in paths {
             guard inTime() else { return nil }
             let text = { (name: String, type: Character) in
-                self.peer.property(bus, path: path, interface: Self.interfaceInterface, name: name, String(type)) { BusPeer.text($0, type) }
+                self.peer.read(bus, path: path, interface: Self.interfaceInterface, name: name, String(type)) { BusPeer.text($0, type) }.value
             }
-            guard let ifname = text("Ifname", "s"), let state = text("State", "s") else { continue }
+            guard let ifname = text("Ifname", "s"), let state = text("State", "s") else { return nil }
             var reading = WpaSupplicantReading(interface: ifname, state: state)
-            let bss = state == "completed" ? text("CurrentBSS", "o").flatMap { $0 == "/" ? nil : $0 } : nil
+            var bss: String?
+            if WifiStations.wpaSupplicantJoined.contains(state) {
+                guard let current = text("CurrentBSS", "o") else { return nil }
+                bss = current == "/" ? nil : current
+            }
             if let bss {
                 guard inTime() else { return nil }
-                let bytes = { (name: String, limit: Int) in
-                    self.peer.property(bus, path: bss, interface: Self.bssInterface, name: name, "ay") { BusPeer.bytes($0, limit: limit) }
+                // Read whole up to 64 KiB, so that what is too long is WifiStations' to refuse, not a failed call.
+                let bytes = { (name: String) in
+                    self.peer.read(bus, path: bss, interface: Self.bssInterface, name: name, "ay") { BusPeer.bytes($0, limit: 65536) }.value
                 }
-                reading.ssid = bytes("SSID", WifiIdentity.maximumSSIDLength)
-                reading.bssid = bytes("BSSID", 6)
-                reading.elements = bytes("IEs", WifiElements.maximumSize)
+                guard let ssid = bytes("SSID"), let bssid = bytes("BSSID"), let elements = bytes("IEs") else { return nil }
+                (reading.ssid, reading.bssid, reading.elements) = (ssid, bssid, elements)
             }
             readings.append((reading, bss))
         }

@@ -7,6 +7,7 @@ import XCTest
 final class HangingFileSystem {
     let mountPoint: String
     private let release: String
+    private let log: String
     private let process: Process
 
     /// Whether python3-fuse and /dev/fuse are there (else the tests that need it skip).
@@ -26,6 +27,7 @@ final class HangingFileSystem {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [script, backing, mountPoint, release] + (writesHangPast.map { [String($0)] } ?? [])
         let log = lab.lab.directory + "/hanging_fs.log"
+        self.log = log
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = FileHandle(forWritingAtPath: log)
@@ -33,6 +35,13 @@ final class HangingFileSystem {
         let mountPoint = mountPoint
         try eventually("the FUSE file system mounted", detail: (try? String(contentsOfFile: log, encoding: .utf8)) ?? "") {
             (try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)).contains(" \(mountPoint) ")
+        }
+    }
+
+    /// Waits until a write hangs (with `writesHangPast`: a write past that many bytes came).
+    func waitForHangingWrite() throws {
+        try eventually("a write to hang in the FUSE file system") {
+            ((try? String(contentsOfFile: self.log, encoding: .utf8)) ?? "").contains("write hangs at ")
         }
     }
 

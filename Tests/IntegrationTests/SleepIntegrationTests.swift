@@ -67,8 +67,9 @@ final class SleepIntegrationTests: XCTestCase {
         let sum = try lab.serve("h.bin", bytes: 3 << 20)
         let id = try lab.add(lab.url("h.bin"), output: fileSystem.mountPoint + "/h.bin", ["--sha256", sum])
         try lab.waitFor(id, "running") { $0.state == .running }
+        try fileSystem.waitForHangingWrite()
 
-        // Stopping, the transfer writes what it received: past 1 MiB, which hangs.
+        // The transfer's write past 1 MiB hangs: it cannot stop.
         try emitPrepareForSleep(true)
         try eventually("the inhibitor let go", detail: (try? busctl("ListInhibitors")) ?? "") { try !inhibitorHeld() }
         let shown = try lab.download(["show", id, "--json"])

@@ -191,6 +191,13 @@ final class WpaSupplicantMock {
         try join(ifname, ssid: ssid, bssid: bssid, elements: elements)
     }
 
+    /// The current access point's beacon says something else: its BSS's IEs, announced with PropertiesChanged.
+    func changeElements(_ ifname: String, _ elements: [UInt8]) throws {
+        let interface = try lookup(ifname)
+        guard interface.ssid != nil, let bss = interface.bsses.last else { throw LabError("wpa_supplicant mock: \(ifname) is not connected") }
+        try daemon.change(bss, "fi.w1.wpa_supplicant1.BSS", ["IEs": Self.bytes(elements)])
+    }
+
     /// State "disconnected" and CurrentBSS "/"; the BSS objects stay, as the scan results do.
     func leave(_ ifname: String) throws {
         let path = try lookup(ifname).path

@@ -148,6 +148,14 @@ final class WifiIntegrationTests: XCTestCase {
         XCTAssertEqual(back.budget?.state, .approaching, "what moved at home does not count: \(String(describing: back.budget))")
         XCTAssertLessThan(back.budget?.usedBytes ?? .max, 200_000)
         XCTAssertGreaterThanOrEqual(back.budget?.usedBytes ?? 0, 173_040)
+        // Bytes sent just before the link leaves for no network count for the phone: leaving is sampled at once, and
+        // the link is read though it is on no network by then. 30 datagrams: 43,260 bytes, over the limit.
+        try send(30)
+        try iwd.leave(interface: "wlan0")
+        try subscriber.waitFor("off the phone") { $0.reachable && $0.wifiNetwork == nil && $0.budget == nil }
+        try iwd.join(interface: "wlan0", name: "Phone", type: "psk", bssid: "02:aa:bb:cc:dd:ee")
+        let over = try subscriber.waitFor("over on the phone") { $0.wifiNetwork?.name == "Phone" && $0.budget?.state == .over }.verdict
+        XCTAssertLessThan(over.budget?.usedBytes ?? .max, 288_400, "nothing of Home's")
     }
 
     /// SSID element, then the hint's element, then an HT Capabilities element: the hint stands in the middle.
@@ -209,9 +217,16 @@ final class WifiIntegrationTests: XCTestCase {
         let unrestricted = try subscriber.waitFor("unrestricted") { $0.wifiNetwork?.bssidText == "02:00:00:00:00:0d" }.verdict
         XCTAssertEqual(unrestricted.meteredState, .guessNo)
         XCTAssertEqual(unrestricted.meteredSource, .wifiHint)
+        // The same access point's beacon says fixed now.
+        try wpa.changeElements("wlan0", elements(shop, Self.networkCostFixed))
+        XCTAssertEqual(try subscriber.waitFor("the beacon's new word") { $0.metered }.verdict.wifiNetwork?.bssidText, "02:00:00:00:00:0d")
 
-        // wpa_supplicant stops under reachd: the kind decides again.
+        // wpa_supplicant stops under reachd: the kind decides again; back, it is followed again.
         wpa.stop()
         XCTAssertEqual(try subscriber.waitFor("wpa_supplicant gone") { $0.reachable && $0.wifiNetwork == nil }.verdict.meteredSource, .kind)
+        try wpa.start()
+        try wpa.addInterface("wlan0")
+        try wpa.join("wlan0", ssid: iPhone, bssid: [0x02, 0, 0, 0, 0, 0x09], elements: elements(iPhone, Self.appleHotspot))
+        XCTAssertEqual(try subscriber.waitFor("wpa_supplicant back") { $0.wifiNetwork?.name == "iPhone" }.verdict.meteredSource, .wifiHint)
     }
 }

@@ -223,6 +223,11 @@ final class BudgetLedgerTests: XCTestCase {
         // Deleted while on the phone: its last counters count there.
         book.recordDeleted(CounterReading(interface: "wlan0", index: 3, bytes: 9500), bootID: "b", at: at, calendar: calendar)
         XCTAssertEqual(used(book, phone), 400)
+        XCTAssertEqual(book.networkStatuses(at: at, calendar: calendar)[phone]?.usedBytes, 400)
+        // A network's budget comes before an interface's that names the link, wherever it stands in the file.
+        let both = BudgetBook(budgets: [DataBudget(match: "wlan*", limitBytes: 5, period: .day), DataBudget(network: phone, limitBytes: 9, period: .day)])
+        XCTAssertEqual(both.budget(for: "wlan0", network: phone)?.limitBytes, 9)
+        XCTAssertEqual(both.budget(for: "wlan0", network: home)?.limitBytes, 5)
     }
 
     func testTheCountAloneRefreshesAtMostOncePerIntervalAStateChangeAtOnce() {

@@ -31,8 +31,8 @@ final class ModemRoamingTests: XCTestCase {
     func testInvalidInterfaceNamesAreIgnored() {
         let bad = ["", ".", "..", "a/b", "a b", "eth0:1", "tab\tx", "sixteen-bytes-xx", "\u{7F}", "new\nline"]
         XCTAssertEqual(ModemRoaming.roamingLinks([ModemReading(registration: 5, bearerInterfaces: bad)]), [:])
-        XCTAssertTrue(ModemRoaming.isInterfaceName("fifteen-bytes-x"))
-        XCTAssertTrue(ModemRoaming.isInterfaceName("wwp0s20f0u6i12"))
+        XCTAssertTrue(LinkInfo.isValidName("fifteen-bytes-x"))
+        XCTAssertTrue(LinkInfo.isValidName("wwp0s20f0u6i12"))
     }
 
     /// Only the first `maximumModems` modems and `maximumBearers` bearers of each count.

@@ -24,7 +24,9 @@ final class WifiNetworkTests: XCTestCase {
             ([0x48, 0xFF, 0x00, 0x41], "H\\xff\\x00A"),
             (Array("a\\b".utf8), "a\\\\b"),
             (Array("a\\xffb".utf8), "a\\\\xffb"),
-            ([0x1B, 0x5D], "\u{1B}]"),
+            ([0x1B, 0x5D], "\\x1b]"),
+            (Array("Phone".utf8) + [0x00, 0x78], "Phone\\x00x"),
+            (Array("Café".utf8) + [0x7F], "Caf\\xc3\\xa9\\x7f"),
         ]
         for (ssid, name) in cases {
             let identity = try XCTUnwrap(WifiIdentity(ssid: ssid))
@@ -35,25 +37,28 @@ final class WifiNetworkTests: XCTestCase {
         XCTAssertNil(WifiIdentity(ssid: []))
         XCTAssertNil(WifiIdentity(ssid: Array(repeating: 0x41, count: 33)))
         XCTAssertNil(WifiIdentity(ssid: [0x41], bssid: [1, 2, 3]))
-        XCTAssertNil(WifiIdentity.ssid(name: "bad \\x4"), "a cut escape names no SSID")
+        for text in ["bad \\x4", "\\x41", "\\xFF", "é\\x00", ""] {
+            XCTAssertNil(WifiIdentity.ssid(name: text), "\(text) is no SSID's name")
+        }
         XCTAssertEqual(WifiIdentity.bssid("02:1A:11:f0:00:01"), [0x02, 0x1A, 0x11, 0xF0, 0x00, 0x01])
-        for bad in ["02:1a:11:f0:00", "02:1a:11:f0:00:01:02", "021a:11:f0:00:01", "0g:1a:11:f0:00:01", ""] {
+        for bad in ["02:1a:11:f0:00", "02:1a:11:f0:00:01:02", "021a:11:f0:00:01", "0g:1a:11:f0:00:01", "+f:1a:11:f0:00:01", "-0:1a:11:f0:00:01", ""] {
             XCTAssertNil(WifiIdentity.bssid(bad), bad)
         }
     }
 
-    func testWpaSupplicantsInterfacesGiveANetworkOnlyOnceCompleted() {
+    func testWpaSupplicantsInterfacesGiveANetworkWhileJoined() {
         let readings = [
             WpaSupplicantReading(interface: "wlan0", state: "completed", ssid: Array("Cafe".utf8), bssid: [2, 0, 0, 0, 0, 1],
                                  elements: ssidElement + networkCostFixed),
-            WpaSupplicantReading(interface: "wlan1", state: "4way_handshake", ssid: Array("Other".utf8)),
+            WpaSupplicantReading(interface: "wlan1", state: "scanning", ssid: Array("Other".utf8)),
+            WpaSupplicantReading(interface: "wlan5", state: "4way_handshake", ssid: Array("Renewing".utf8)),
             WpaSupplicantReading(interface: "wlan2", state: "completed", ssid: Array("NoBSSID".utf8), bssid: [1, 2, 3]),
             WpaSupplicantReading(interface: "wlan3", state: "completed", ssid: []),
             WpaSupplicantReading(interface: "bad/name", state: "completed", ssid: Array("x".utf8)),
             WpaSupplicantReading(interface: "wlan4", state: "completed", ssid: Array("Big".utf8), elements: Array(repeating: 0, count: 4097)),
         ]
         let networks = WifiStations.networks(wpaSupplicant: readings)
-        XCTAssertEqual(networks.keys.sorted(), ["wlan0", "wlan2", "wlan4"])
+        XCTAssertEqual(networks.keys.sorted(), ["wlan0", "wlan2", "wlan4", "wlan5"], "a key renewal keeps the network")
         XCTAssertEqual(networks["wlan0"]?.identity.bssidText, "02:00:00:00:00:01")
         XCTAssertEqual(networks["wlan0"]?.hints.meteredState, .guessYes, "the Network Cost element after the SSID's")
         XCTAssertEqual(networks["wlan0"]?.daemon, .wpaSupplicant)

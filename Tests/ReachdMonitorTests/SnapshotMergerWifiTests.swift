@@ -3,8 +3,8 @@ import ReachdMonitor
 import Synchronization
 import XCTest
 
-/// SnapshotMerger's Wi-Fi part (issue 50): both daemons' networks in one map, and a network's budget standing left
-/// out as soon as its link is on another network.
+/// SnapshotMerger's Wi-Fi part (issue 50): both daemons' networks in one map, and a network's budget standing given
+/// to the link on that network, from the snapshot that says it joined to the one that says it left.
 final class SnapshotMergerWifiTests: XCTestCase {
     /// The snapshots the merger published, in order.
     private final class Published: Sendable {
@@ -31,16 +31,18 @@ final class SnapshotMergerWifiTests: XCTestCase {
         XCTAssertEqual(last?.wifi.keys.sorted(), ["wlan1"], "iwd gone: its networks with it")
     }
 
-    func testANetworksBudgetLeavesTheSnapshotWithItsNetwork() {
+    func testANetworksBudgetGoesWithItsNetwork() {
         let merger = SnapshotMerger { [published] snapshot in published.snapshots.withLock { $0.append(snapshot) } }
         merger.update(netlink: NetworkSnapshot())
-        merger.update(wifi: ["wlan0": network("Phone", .iwd)], from: .iwd)
-        let status = BudgetStatus(state: .below, usedBytes: 1, limitBytes: 10, period: "day", resetsAt: Timestamp(microseconds: 0))
-        merger.update(budgets: ["wlan0": status, "wwan0": status], onNetworks: ["wlan0": Array("Phone".utf8)])
-        XCTAssertEqual(last?.budgets.keys.sorted(), ["wlan0", "wwan0"])
+        let status = { (used: UInt64) in
+            BudgetStatus(state: .below, usedBytes: used, limitBytes: 10, period: "day", resetsAt: Timestamp(microseconds: 0))
+        }
+        merger.update(budgets: ["wlan0": status(7), "wwan0": status(1)], networks: [Array("Phone".utf8): status(2)])
+        XCTAssertEqual(last?.budgets["wlan0"], status(7), "not on any network: the interface's budget")
+        merger.update(wifi: ["wlan0": network("Phone", .iwd), "wlan1": network("Phone", .wpaSupplicant)], from: .iwd)
+        XCTAssertEqual(last?.budgets["wlan0"], status(2), "on the phone: its budget, before the interface's")
+        XCTAssertEqual(last?.budgets["wlan1"], status(2), "any link on the phone")
         merger.update(wifi: ["wlan0": network("Home", .iwd)], from: .iwd)
-        XCTAssertEqual(last?.budgets.keys.sorted(), ["wwan0"], "the phone's standing is not Home's; an interface's budget stays")
-        merger.update(wifi: ["wlan0": network("Phone", .iwd)], from: .iwd)
-        XCTAssertEqual(last?.budgets["wlan0"], status)
+        XCTAssertEqual(last?.budgets, ["wlan0": status(7), "wwan0": status(1)], "the phone's standing left with the phone")
     }
 }

@@ -44,6 +44,8 @@ class HangingFS(fuse.Fuse):
 
             def write(self, data, offset):
                 if writes_hang_past is not None and offset + len(data) > writes_hang_past:
+                    if not released.is_set():
+                        print(f"write hangs at {offset}", flush=True)
                     released.wait()
                 return os.pwrite(self.fd, data, offset)
 
