@@ -152,7 +152,8 @@ install: build
 	install -d $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces \
 	    $(DESTDIR)$(DBUSSESSIONDIR)
 	install -m 0644 systemd/reachd.sysusers $(DESTDIR)$(SYSUSERSDIR)/reachd.conf
-	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf dbus/reachd-networkmanager-face.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	install -m 0644 dbus/org.reachd.Reachability1.conf dbus/org.reachd.Transfers1.conf dbus/reachd-networkmanager-face.conf dbus/reachd-wifi.conf \
+	  $(DESTDIR)$(DBUSDIR)/system.d/
 	install -m 0644 dbus/org.reachd.Reachability1.service dbus/org.reachd.Transfers1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/session/org.reachd.Transfers1.service $(DESTDIR)$(DBUSSESSIONDIR)/
 	install -m 0644 dbus/org.reachd.Reachability1.xml dbus/org.reachd.Transfers1.xml dbus/org.reachd.NetworkManagerFace1.xml $(DESTDIR)$(DBUSDIR)/interfaces/

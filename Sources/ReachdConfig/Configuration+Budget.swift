@@ -4,7 +4,8 @@ extension Configuration {
     private static let budgetKeys: Set<String> = ["interface", "network", "network_hex", "limit", "period", "start", "approaching"]
 
     /// `[[budget]]` tables: data budgets of the links whose name matches, or of a Wi-Fi network (`network`, or
-    /// `network_hex` for an SSID that is not UTF-8), in order (a link counts for the first).
+    /// `network_hex` for an SSID that is not UTF-8), in order (a link counts for its network's, else the first that
+    /// matches its name).
     mutating func readBudgets(_ value: TOMLValue?) throws {
         guard let value else { return }
         guard let array = value.array, array.allSatisfy({ $0.table != nil }) else {

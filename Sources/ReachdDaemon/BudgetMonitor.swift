@@ -128,14 +128,15 @@ final class BudgetMonitor: Service, Sendable {
     }
 
     private func sampleAlone() {
-        let snapshot = view.hub.snapshot
-        let links = snapshot.links.values
-        let networks = snapshot.wifi.mapValues(\.identity.ssid)
-        let countsNetworks = budgets.contains { $0.network != nil }
+        // The flag first, then the snapshot: a change published in between queues a sample of its own.
         let previous = state.withLock { state in
             state.sampleQueued = false
             return state.networks
         }
+        let snapshot = view.hub.snapshot
+        let links = snapshot.links.values
+        let networks = snapshot.wifi.mapValues(\.identity.ssid)
+        let countsNetworks = budgets.contains { $0.network != nil }
         var readings: [CounterReading] = []
         // A link on a Wi-Fi network, now or at the last sample, is read whenever a budget names a network: what it
         // moved since counts for the network it was on, and a link joining one counts there from this reading.
@@ -166,7 +167,7 @@ final class BudgetMonitor: Service, Sendable {
             // link while it is on that network (at once when it joins one).
             let byLink = state.book.statuses(of: links.map(\.name), at: time, calendar: calendar, synchronized: synchronized)
             let byNetwork = state.book.networkStatuses(at: time, calendar: calendar, synchronized: synchronized)
-            let all = byLink.merging(byNetwork.map { (WifiIdentity(ssid: $0.key).map { "network " + $0.ssidHex } ?? "", $0.value) }) { link, _ in link }
+            let all = byLink.merging(byNetwork.map { ("network " + WifiIdentity.hex($0.key), $0.value) }) { link, _ in link }
             return state.rule.shouldPublish(all, now: now) ? (byLink, byNetwork) : nil
         }
         if let publish { view.update(budgets: publish.links, networks: publish.networks) }

@@ -132,8 +132,8 @@ public struct BudgetLedger: Hashable, Sendable {
     }
 }
 
-/// Every configured budget with its ledger; a link counts for the first budget that covers it (its name, or the
-/// Wi-Fi network it is on).
+/// Every configured budget with its ledger; a link counts for the budget of the Wi-Fi network it is on, else for the
+/// first budget that matches its name.
 ///
 /// A link that moves into a budget (it joined the budget's network) counts there only what it moves from its last
 /// reading on: the bytes it moved on other networks never count in this one. Between two readings (2 s in reachd),

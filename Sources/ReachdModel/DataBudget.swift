@@ -94,7 +94,7 @@ public struct DataBudget: Hashable, Sendable {
     /// What identifies the budget's count across restarts: the match (or the network's SSID in hex) and the period
     /// with its start (a changed limit or approaching share keeps the count; another match or period starts a new one).
     public var key: String {
-        let scope = network.flatMap { WifiIdentity(ssid: $0).map { "network \($0.ssidHex)" } } ?? match
+        let scope = network.map { "network " + WifiIdentity.hex($0) } ?? match
         return switch period {
         case .day: "\(scope) day"
         case .week(let weekday): "\(scope) week \(weekday)"

@@ -69,7 +69,10 @@ public struct WifiIdentity: Hashable, Sendable {
     }
 
     /// The SSID's bytes in hex, lowercase (`ssidHex` on the wire: exact whatever the bytes are).
-    public var ssidHex: String { ssid.map(Self.hex).joined() }
+    public var ssidHex: String { Self.hex(ssid) }
+
+    /// Bytes in hex, lowercase.
+    public static func hex(_ bytes: [UInt8]) -> String { bytes.map(hex).joined() }
 
     /// The BSSID as `aa:bb:cc:dd:ee:ff`.
     public var bssidText: String? { bssid.map(Self.text(bssid:)) }

@@ -45,16 +45,18 @@ public enum WifiStations {
     /// Interfaces read from one daemon; more are ignored (a host has one or two).
     public static let maximumInterfaces = 16
 
-    /// wpa_supplicant's states of an interface on a network: `completed`, and those it passes through while it
-    /// roams to another access point or renews its keys (with a current BSS, the network it is joining or on).
+    /// wpa_supplicant's states of an interface with a current BSS: `completed`, and those it passes through while it
+    /// joins, roams to another access point or renews its keys.
     public static let wpaSupplicantJoined: Set<String> = ["authenticating", "associating", "associated", "4way_handshake",
                                                           "group_handshake", "completed"]
 
-    /// The networks of wpa_supplicant's interfaces in a joined state (`wpaSupplicantJoined`), by interface name.
-    public static func networks(wpaSupplicant readings: [WpaSupplicantReading]) -> [String: WifiNetwork] {
+    /// The networks of wpa_supplicant's interfaces, by interface name: those `completed`, and those in another of
+    /// `wpaSupplicantJoined` on the network `previous` (the last networks published) had them on (a roam or a key
+    /// renewal keeps the network; a first join, or a password tried again and again, shows none until completed).
+    public static func networks(wpaSupplicant readings: [WpaSupplicantReading], previous: [String: WifiNetwork] = [:]) -> [String: WifiNetwork] {
         var networks: [String: WifiNetwork] = [:]
         for reading in readings.prefix(maximumInterfaces) where wpaSupplicantJoined.contains(reading.state) && LinkInfo.isValidName(reading.interface) {
-            guard let ssid = reading.ssid,
+            guard let ssid = reading.ssid, reading.state == "completed" || previous[reading.interface]?.identity.ssid == ssid,
                   let identity = WifiIdentity(ssid: ssid, bssid: reading.bssid?.count == 6 ? reading.bssid : nil) else { continue }
             let hints = reading.elements.flatMap { try? WifiElements.parse($0).get().hints } ?? WifiHints()
             networks[reading.interface] = WifiNetwork(identity: identity, hints: hints, daemon: .wpaSupplicant)

@@ -8,8 +8,8 @@ struct BusPeer {
     let service: String
     let timeoutMicroseconds: UInt64
 
-    /// What a call came to: a reply (to unref), the service not on the bus, or another failure (a timeout, an
-    /// error reply, a malformed one).
+    /// What a call came to: a reply (to unref), the service not there for this process (not on the bus, or its bus
+    /// policy does not let this process ask it), or another failure (a timeout, an error reply, a malformed one).
     enum Answer<Value> {
         case value(Value)
         case serviceAbsent
@@ -22,10 +22,15 @@ struct BusPeer {
         }
     }
 
-    /// A method call with string arguments.
+    /// A method call with string arguments. It never starts the service (auto-start off): a daemon that is not
+    /// running is absent, not activated by a reader.
     func ask(_ bus: OpaquePointer, path: String, interface: String, member: String, arguments: [String] = []) -> Answer<OpaquePointer> {
         var message: OpaquePointer?
-        guard sd_bus_message_new_method_call(bus, &message, service, path, interface, member) >= 0, let message else { return .failed }
+        guard sd_bus_message_new_method_call(bus, &message, service, path, interface, member) >= 0, let message,
+              sd_bus_message_set_auto_start(message, 0) >= 0 else {
+            message.map { _ = sd_bus_message_unref($0) }
+            return .failed
+        }
         defer { sd_bus_message_unref(message) }
         for argument in arguments {
             guard argument.withCString({ sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) >= 0 else { return .failed }
@@ -34,8 +39,9 @@ struct BusPeer {
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
         guard sd_bus_call(bus, message, timeoutMicroseconds, &error, &reply) >= 0, let reply else {
-            let absent = sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.ServiceUnknown") > 0
-                || sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error.NameHasNoOwner") > 0
+            let absent = ["ServiceUnknown", "NameHasNoOwner", "AccessDenied"].contains {
+                sd_bus_error_has_name(&error, "org.freedesktop.DBus.Error." + $0) > 0
+            }
             return absent ? .serviceAbsent : .failed
         }
         return .value(reply)

@@ -63,7 +63,7 @@ package final class WpaSupplicantNetworks: BusSource, @unchecked Sendable {
             logger.warning("wpa_supplicant: a call failed or reading the interfaces took over \(Self.refreshBudgetMicroseconds / 1_000_000) s; keeping the last reading")
             return
         }
-        let new = WifiStations.networks(wpaSupplicant: readings.map(\.reading))
+        let new = WifiStations.networks(wpaSupplicant: readings.map(\.reading), previous: values)
         currentBSSes = Set(readings.compactMap(\.bss))
         guard new != values else { return }
         values = new

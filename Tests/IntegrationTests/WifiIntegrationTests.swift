@@ -15,7 +15,8 @@ final class WifiIntegrationTests: XCTestCase {
         lab = try NetLab.make()
         let directory = lab.directory + "/wifi"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let bus = try PrivateBus(directory: directory, policies: [])
+        // The installed policy for iwd (dbus/reachd-wifi.conf), which the bus checks, for the lab's user.
+        let bus = try PrivateBus(directory: directory, policies: ["reachd-wifi.conf"], users: ["reachd": NSUserName()])
         self.bus = bus
         iwd = IwdMock(bus: bus, directory: directory)
         wpaSupplicant = WpaSupplicantMock(bus: bus, directory: directory)

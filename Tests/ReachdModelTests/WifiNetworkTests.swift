@@ -58,7 +58,10 @@ final class WifiNetworkTests: XCTestCase {
             WpaSupplicantReading(interface: "wlan4", state: "completed", ssid: Array("Big".utf8), elements: Array(repeating: 0, count: 4097)),
         ]
         let networks = WifiStations.networks(wpaSupplicant: readings)
-        XCTAssertEqual(networks.keys.sorted(), ["wlan0", "wlan2", "wlan4", "wlan5"], "a key renewal keeps the network")
+        XCTAssertEqual(networks.keys.sorted(), ["wlan0", "wlan2", "wlan4"], "a first join shows nothing until completed")
+        let renewing = WifiStations.networks(wpaSupplicant: readings, previous: ["wlan5": network("Renewing")])
+        XCTAssertEqual(renewing.keys.sorted(), ["wlan0", "wlan2", "wlan4", "wlan5"], "a key renewal keeps the network it was on")
+        XCTAssertNil(WifiStations.networks(wpaSupplicant: readings, previous: ["wlan5": network("Other")])["wlan5"], "not another one")
         XCTAssertEqual(networks["wlan0"]?.identity.bssidText, "02:00:00:00:00:01")
         XCTAssertEqual(networks["wlan0"]?.hints.meteredState, .guessYes, "the Network Cost element after the SSID's")
         XCTAssertEqual(networks["wlan0"]?.daemon, .wpaSupplicant)
