@@ -104,6 +104,12 @@ struct BusPeer {
         return String(cString: text)
     }
 
+    /// A `u` at the message's position.
+    static func uint32(_ message: OpaquePointer) -> UInt32? {
+        var value: UInt32 = 0
+        return sd_bus_message_read_basic(message, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
+    }
+
     /// The first `limit` paths of the object-path array (`ao`) at the message's position; nil when it is not one. The
     /// rest is left unread: the caller drops the reply.
     static func objectPaths(_ message: OpaquePointer, limit: Int) -> [String]? {

@@ -141,10 +141,7 @@ package final class ModemManagerRoaming: BusSource, @unchecked Sendable {
             case modem3gppInterface:
                 guard BusPeer.forEachProperty(message, { key in
                     guard key == "RegistrationState" else { return false }
-                    registration = BusPeer.variant(message, "u") { m in
-                        var value: UInt32 = 0
-                        return sd_bus_message_read_basic(m, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
-                    }
+                    registration = BusPeer.variant(message, "u", BusPeer.uint32)
                     return true
                 }) else { return nil }
             default:

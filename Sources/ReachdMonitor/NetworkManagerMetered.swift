@@ -117,23 +117,14 @@ package final class NetworkManagerMetered: BusSource, @unchecked Sendable {
 
     /// A device's PropertiesChanged: picks `Metered` out of the changed values.
     fileprivate func propertiesChanged(_ message: OpaquePointer) {
-        guard let path = sd_bus_message_get_path(message).map({ String(cString: $0) }), let name = devices[path] else { return }
-        var interface: UnsafePointer<CChar>?
-        guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &interface) > 0,
-              sd_bus_message_enter_container(message, CChar(UInt8(ascii: "a")), "{sv}") > 0 else { return }
+        guard let path = sd_bus_message_get_path(message).map({ String(cString: $0) }), let name = devices[path],
+              BusPeer.text(message) != nil else { return }
         var updated = values
-        while sd_bus_message_enter_container(message, CChar(UInt8(ascii: "e")), "sv") > 0 {
-            var key: UnsafePointer<CChar>?
-            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &key) > 0, let key else { return }
-            if String(cString: key) == "Metered", sd_bus_message_enter_container(message, CChar(UInt8(ascii: "v")), "u") > 0 {
-                var raw: UInt32 = 0
-                if sd_bus_message_read_basic(message, CChar(UInt8(ascii: "u")), &raw) > 0 { updated[name] = ManagerMetered(rawValue: raw) }
-                _ = sd_bus_message_exit_container(message)
-            } else {
-                _ = sd_bus_message_skip(message, "v")
-            }
-            _ = sd_bus_message_exit_container(message)
-        }
+        guard BusPeer.forEachProperty(message, { key in
+            guard key == "Metered" else { return false }
+            if let raw = BusPeer.variant(message, "u", BusPeer.uint32) { updated[name] = ManagerMetered(rawValue: raw) }
+            return true
+        }) else { return }
         publish(updated)
     }
 

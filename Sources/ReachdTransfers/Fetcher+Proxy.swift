@@ -234,12 +234,11 @@ extension Fetcher {
     /// (the same proxy, or straight): the settings are asked for its URL, and a hop they would send another way, or that
     /// they do not answer for, ends the attempt, to be tried again.
     static func desktopRefusal(of target: String, from first: String, under lease: ProxyLease) async -> FetchOutcome? {
-        guard let lookup = lease.desktopLookup, let desktop = lease.proxies.desktop,
-              (try? TransferURL(target))?.host != (try? TransferURL(first))?.host else { return nil }
+        let host = (try? TransferURL(target))?.host
+        guard let lookup = lease.desktopLookup, let desktop = lease.proxies.desktop, host != (try? TransferURL(first))?.host else { return nil }
         let answer = await lookup(target)
         guard let answer, answer.server == desktop.server, answer.server != nil || answer == .direct else {
-            let host = (try? TransferURL(target))?.host ?? "?"
-            return .retry(reason: "redirected to \(host), which the desktop's proxy settings send another way: not followed", retryAfter: nil)
+            return .retry(reason: "redirected to \(host ?? "?"), which the desktop's proxy settings send another way: not followed", retryAfter: nil)
         }
         return nil
     }
