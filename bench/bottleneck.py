@@ -17,6 +17,7 @@ parser.add_argument("--peer-ns", required=True)
 parser.add_argument("--seconds", type=float, default=10)
 parser.add_argument("--rate-mbit", type=float, default=20)
 parser.add_argument("--queue-ms", type=int, default=400)
+parser.add_argument("--runs", default="download,proxy,upload", help="which runs, comma-separated: download, proxy, upload")
 args = parser.parse_args()
 configure(args.bin, args.work, args.host_ns)
 work, ns, peer = args.work, args.host_ns, args.peer_ns
@@ -68,12 +69,24 @@ def queue_on(link):
        "burst", "32kb", "limit", str(queue_bytes))
 
 
+def drained(link):
+    """Waits until the router's queue on `link` is empty: a user's transfer that just ended leaves up to --queue-ms of
+    its bytes there, which are not the next background's doing."""
+    for _ in range(500):
+        shown = sh("ip", "netns", "exec", router, "tc", "-s", "qdisc", "show", "dev", link)
+        if " backlog 0b " in shown:
+            return
+        time.sleep(0.01)
+    raise RuntimeError(f"the queue on {link} does not drain: {shown}")
+
+
 def run(direction, proxy=None):
     """One direction's figures: the user's transfer alone, then reachd-transfers' background job alone (its use, the
     round trip it adds) and beside the user's, then plain curl as the background; both backgrounds through `proxy` when
     given (the user's own transfer straight)."""
     upload = direction == "upload"
-    queue_on("bnr2" if upload else "bnr1")
+    link = "bnr2" if upload else "bnr1"
+    queue_on(link)
     # An upload has a length of its own: the upload server reads bodies of a known length, not chunked ones.
     curl = ["ip", "netns", "exec", ns, "curl", "-s", "-o", "-"] + (
         ["-H", f"Content-Length: {1 << 40}", "-T", "-", "http://mirror.test:8082/sink"] if upload else [url])
@@ -87,6 +100,7 @@ def run(direction, proxy=None):
     background_kind = direction + (" through a proxy" if proxy else "")
     if proxy:
         request["proxy"] = proxy
+    drained(link)
     job = Client().call(request)["job"]["id"]
     watcher = watched(job)
     ours_alone, ours_ping = during(lambda: rate_over(watcher, {job}, args.seconds), args.seconds)
@@ -124,25 +138,38 @@ def feed(process):
 
 print(f"server congestion control {sh('ip', 'netns', 'exec', peer, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}, "
       f"client's {sh('ip', 'netns', 'exec', ns, 'sysctl', '-n', 'net.ipv4.tcp_congestion_control').strip()}")
-run("download")
-# The proxy beside the server resolves the origin's name in the server's namespace.
-os.makedirs(f"/etc/netns/{peer}", exist_ok=True)
-with open(f"/etc/netns/{peer}/hosts", "w") as hosts:
-    hosts.write("127.0.0.1 localhost\n203.0.113.80 mirror.test\n")
-with open(f"{work}/tinyproxy.conf", "w") as conf:
-    conf.write("User nobody\nGroup nogroup\nPort 3128\nListen 203.0.113.80\nTimeout 60\nMaxClients 16\n")
-tinyproxy = subprocess.Popen(["ip", "netns", "exec", peer, "tinyproxy", "-d", "-c", f"{work}/tinyproxy.conf"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-for _ in range(250):
-    if subprocess.run(["ip", "netns", "exec", ns, "curl", "-s", "-o", "/dev/null", "-x", "http://mirror.test:3128", "-r", "0-0", url]).returncode == 0:
-        break
-    time.sleep(0.02)
-else:
-    raise RuntimeError("tinyproxy beside the server does not answer")
-run("download", proxy="http://mirror.test:3128")
-tinyproxy.kill()
-tinyproxy.wait()
-shutil.rmtree(f"/etc/netns/{peer}")
-run("upload")
+
+
+def run_through_proxy():
+    """The download run with both backgrounds through tinyproxy beside the server."""
+    # The proxy beside the server resolves the origin's name in the server's namespace.
+    os.makedirs(f"/etc/netns/{peer}", exist_ok=True)
+    with open(f"/etc/netns/{peer}/hosts", "w") as hosts:
+        hosts.write("127.0.0.1 localhost\n203.0.113.80 mirror.test\n")
+    with open(f"{work}/tinyproxy.conf", "w") as conf:
+        conf.write("User nobody\nGroup nogroup\nPort 3128\nListen 203.0.113.80\nTimeout 60\nMaxClients 16\n")
+    tinyproxy = subprocess.Popen(["ip", "netns", "exec", peer, "tinyproxy", "-d", "-c", f"{work}/tinyproxy.conf"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(250):
+        if subprocess.run(["ip", "netns", "exec", ns, "curl", "-s", "-o", "/dev/null", "-x", "http://mirror.test:3128", "-r", "0-0", url]).returncode == 0:
+            break
+        time.sleep(0.02)
+    else:
+        raise RuntimeError("tinyproxy beside the server does not answer")
+    run("download", proxy="http://mirror.test:3128")
+    tinyproxy.kill()
+    tinyproxy.wait()
+    shutil.rmtree(f"/etc/netns/{peer}")
+
+
+runs = set(args.runs.split(","))
+if runs - {"download", "proxy", "upload"}:
+    parser.error(f"unknown runs: {', '.join(sorted(runs - {'download', 'proxy', 'upload'}))}")
+if "download" in runs:
+    run("download")
+if "proxy" in runs:
+    run_through_proxy()
+if "upload" in runs:
+    run("upload")
 # The client's link to the router, and its route, go with the router's namespace.
 sh("ip", "netns", "del", router)

@@ -1,7 +1,8 @@
-/// A background download's share of the path, decided by the receiver as RFC 9840 (rLEDBAT) describes: the queueing
-/// delay is the connection's round-trip time (the kernel's receive-side estimate, from TCP timestamps) above the
-/// lowest one seen in the last minutes; the receive window the server may fill grows while the delay stays below
-/// `target` and shrinks, down to two segments, as far as it passes it. Times in seconds, windows in bytes.
+/// A background transfer's share of the path, as LEDBAT (RFC 6817) and, for a receiver, RFC 9840 (rLEDBAT) decide it:
+/// the queueing delay is the connection's round-trip time (a download's receive-side estimate from TCP timestamps, an
+/// upload's smoothed one of the ACKs) above the lowest one seen in the last minutes; the window (the receive window
+/// the server may fill, or what an upload may have in flight) grows while the delay stays below `target` and shrinks,
+/// down to two segments, as far as it passes it. Times in seconds, windows in bytes.
 public struct YieldController: Sendable {
     /// The queueing delay a background transfer may add.
     public static let target = 0.015
@@ -17,11 +18,17 @@ public struct YieldController: Sendable {
     private var base: [(minute: Int, rtt: Double)] = []
     private var lastStep: Double
 
-    /// Starts at a tenth of `maximum` (the socket's receive buffer), at least four segments.
-    public init(maximum: Int, segment: Int = 1448, now: Double) {
+    /// Whether the window still doubles each round trip (LEDBAT++'s slow start), until the queueing delay first passes
+    /// three quarters of the target or the window reaches `maximum`.
+    public private(set) var isStarting: Bool
+
+    /// Starts at `initial` (by default a tenth of `maximum`, the socket's receive buffer), at least four segments;
+    /// with `slowStart`, doubling.
+    public init(maximum: Int, initial: Int? = nil, segment: Int = 1448, slowStart: Bool = false, now: Double) {
         self.segment = segment
         self.maximum = max(maximum, 4 * segment)
-        window = max(4 * segment, maximum / 10)
+        window = max(4 * segment, min(self.maximum, initial ?? maximum / 10))
+        isStarting = slowStart
         lastStep = now
     }
 
@@ -54,7 +61,8 @@ public struct YieldController: Sendable {
 
     /// Takes a round-trip sample at `now`, with the connection's lowest round trip so far (`pathMinimum`: the kernel's,
     /// from the handshake on, before any queue) when known; returns the new window when it changed. The window moves
-    /// once per round trip (every 10 ms at most): by up to four segments up, by up to half down.
+    /// once per round trip (every 10 ms at most): by up to four segments up (doubling while starting), by up to half
+    /// down.
     public mutating func sample(rtt: Double, now: Double, pathMinimum: Double? = nil) -> Int? {
         guard rtt > 0, rtt.isFinite else { return nil }
         if let pathMinimum, pathMinimum > 0, pathMinimum < rtt { sample(base: pathMinimum, now: now) }
@@ -63,7 +71,8 @@ public struct YieldController: Sendable {
         lastStep = now
         let offTarget = max(-1, min(1, (Self.target - (rtt - floor)) / Self.target))
         isYielding = offTarget < 0
-        let next = offTarget >= 0
+        if isStarting, offTarget < 0.25 || window >= maximum { isStarting = false }
+        let next = isStarting ? 2 * window : offTarget >= 0
             ? window + Int(offTarget * Double(4 * segment))
             : Int(Double(window) * (1 + 0.5 * offTarget))
         let bounded = max(minimum, min(maximum, next))

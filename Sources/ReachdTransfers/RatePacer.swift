@@ -16,9 +16,9 @@ final class SharedRate: Sendable {
 }
 
 /// Paces one transfer attempt: its body is read (a download) or handed over (an upload) no faster than the job's own
-/// cap, the instance's and, while its route is metered, the instance's metered one allow, and a yielding download no
-/// faster than its receive window lets through (`YieldingReceiver`). The scheduler changes the job's cap and the
-/// route's cost while the attempt runs; each takes effect at the next piece. One wait is at most `longestWait` (half
+/// cap, the instance's and, while its route is metered, the instance's metered one allow; a yielding download no
+/// faster than its receive window lets through, a yielding upload within its window (`YieldingConnection`). The
+/// scheduler changes the job's cap and the route's cost while the attempt runs; each takes effect at the next piece. One wait is at most `longestWait` (half
 /// the read timeout): a server that sends nothing for that long loses the connection, paced or not, so a cap below
 /// what one read brings per half a read timeout (about 17 KiB/s at the default 30 s) is not met.
 final class RatePacer: Sendable {
@@ -26,6 +26,8 @@ final class RatePacer: Sendable {
         var own: TokenBucket?
         var metered = false
         var yielding: TokenBucket?
+        /// A yielding upload's connection, which admits each piece into its window.
+        var sendingGate: YieldingConnection?
     }
 
     private let state: Mutex<State>
@@ -49,6 +51,20 @@ final class RatePacer: Sendable {
             guard let bytesPerSecond else { state.yielding = nil; return }
             if state.yielding == nil { state.yielding = TokenBucket(rate: bytesPerSecond, now: now) } else { state.yielding?.setRate(bytesPerSecond, now: now) }
         }
+    }
+
+    /// A yielding upload's connection from now on (nil: none): each piece waits for room in its window (`admit`), and
+    /// pieces are no larger than a quarter of it.
+    func gateSending(by connection: YieldingConnection?) {
+        state.withLock { $0.sendingGate = connection }
+    }
+
+    /// Whether a yielding upload's window holds the pieces back now.
+    var gatesSending: Bool { state.withLock { $0.sendingGate }?.isHolding ?? false }
+
+    /// Waits until a yielding upload's window has room for `bytes` more; at once when there is none.
+    func admit(_ bytes: Int) async {
+        await state.withLock { $0.sendingGate }?.admit(bytes)
     }
 
     /// Seconds on the monotonic clock.
@@ -86,9 +102,10 @@ final class RatePacer: Sendable {
     }
 
     /// The size of the pieces a capped body moves in: a tenth of a second's worth at the lowest cap (16 KiB at
-    /// least), else `largest`.
+    /// least), else `largest`; a yielding upload's no larger than its window allows.
     func pieceBytes(largest: Int) -> Int {
-        guard let rate = lowestRate else { return largest }
-        return Int(min(Int64(largest), max(16 * 1024, rate / 10)))
+        let gated = state.withLock { $0.sendingGate }?.pieceBytes(largest: largest) ?? largest
+        guard let rate = lowestRate else { return gated }
+        return Int(min(Int64(gated), max(16 * 1024, rate / 10)))
     }
 }

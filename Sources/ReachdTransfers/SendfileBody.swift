@@ -143,6 +143,12 @@ final class SendfileBody: Sendable {
             if unwritten.count == 2 {
                 try await unwritten.removeFirst().get()
             }
+            if pacer?.gatesSending == true {
+                // A yielding upload's window counts what the kernel holds: every piece handed over is there first.
+                for piece in unwritten { try await piece.get() }
+                unwritten = []
+                await pacer?.admit(count)
+            }
             var status = stat()
             guard fstat(checks, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
                 throw FileError.fileToUploadGotShorter

@@ -29,16 +29,10 @@ extension TransferScheduler {
         } catch {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        // A background download yields: its own clients, whose connection (to the server or to a proxy) the receiver steers.
-        let receiver = job.isBackground ? YieldingReceiver(job: job.id, pacer: pacer, logger: logger) : nil
-        let watching: (@Sendable (any Channel) -> Void)? = if let receiver { { receiver.connected($0) } } else { nil }
-        let lease = await proxyLease(for: job, watching: watching)
-        receivers[job.id] = receiver
-        let steering = Task { await receiver?.run() }
+        let (lease, steering) = await yieldingLease(for: job, .receiving, pacer: pacer)
         let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job),
                                           via: lease, pacer: pacer, observer: self)
-        steering.cancel()
-        receivers[job.id] = nil
+        endYielding(job.id, steering, pacer: pacer)
         fetcher.release(lease)
         // A file system that does not answer is not asked the file's size: the next attempt measures it.
         if case .destinationNotAnswering = outcome { return (outcome, machines[job.id]?.job.bytesMoved ?? job.bytesMoved) }
@@ -56,9 +50,29 @@ extension TransferScheduler {
         feed(.uploadOpened(size: source.size), to: job.id)
         var current = machines[job.id]?.job ?? job
         current.bytesTotal = source.size
-        let lease = await proxyLease(for: job)
-        defer { fetcher.release(lease) }
+        let (lease, steering) = await yieldingLease(for: job, .sending, pacer: pacer)
+        defer {
+            endYielding(job.id, steering, pacer: pacer)
+            fetcher.release(lease)
+        }
         return await fetcher.upload(current, file: source, credentials: await credentials(for: job), via: lease, pacer: pacer, observer: self)
+    }
+
+    /// The attempt's lease. A background job's has clients of its own, whose connection (to the server or to a proxy)
+    /// gives way to other traffic, steered by the task returned until `endYielding`.
+    private func yieldingLease(for job: Job, _ side: YieldingConnection.Side, pacer: RatePacer) async -> (ProxyLease, Task<Void, Never>?) {
+        guard job.isBackground else { return (await proxyLease(for: job), nil) }
+        let connection = YieldingConnection(side, job: job.id, pacer: pacer, logger: logger)
+        let lease = await proxyLease(for: job) { connection.connected($0) }
+        yielding[job.id] = connection
+        if side == .sending { pacer.gateSending(by: connection) }
+        return (lease, Task { await connection.run() })
+    }
+
+    private func endYielding(_ id: String, _ steering: Task<Void, Never>?, pacer: RatePacer) {
+        steering?.cancel()
+        pacer.gateSending(by: nil)
+        yielding[id] = nil
     }
 
     /// The job's credentials, read for each request; never stored.
@@ -109,6 +123,6 @@ extension TransferScheduler {
 
     func progress(jobID: String, bytes: Int64) {
         if let job = machines[jobID]?.job { uncounted.moved(jobID, to: bytes, on: verdict(for: job)?.interface) }
-        feed(.progressed(bytes: bytes, yielding: receivers[jobID]?.isYielding ?? false), to: jobID)
+        feed(.progressed(bytes: bytes, yielding: yielding[jobID]?.isYielding ?? false), to: jobID)
     }
 }

@@ -64,8 +64,8 @@ actor TransferScheduler: FetchObserver {
     /// The desktop's last answer for each job whose proxy it decides, and the questions asked at start.
     var desktopAnswers: [String: DesktopProxy] = [:]
     var desktopQuestions: Task<Void, Never>?
-    /// The receive side of each background download under way.
-    var receivers: [String: YieldingReceiver] = [:]
+    /// The connection of each background transfer under way, which gives way to other traffic.
+    var yielding: [String: YieldingConnection] = [:]
     /// In which order the attempts under way started: a job's budget reservation counts those started before it.
     var startOrder: [String: Int] = [:]
     var nextStartOrder = 0

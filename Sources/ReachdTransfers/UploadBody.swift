@@ -45,6 +45,7 @@ struct UploadBody: AsyncSequence, Sendable {
             if offset < body.size {
                 let count = Int(Swift.min(Int64(body.pacer?.pieceBytes(largest: UploadBody.pieceBytes) ?? UploadBody.pieceBytes), body.size - offset))
                 await body.pacer?.take(count)
+                await body.pacer?.admit(count)
                 let file = body.file, at = offset
                 let piece = try await file.threads.run { () throws -> ByteBuffer in
                     var buffer = ByteBuffer()

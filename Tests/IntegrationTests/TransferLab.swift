@@ -14,6 +14,9 @@ import XCTest
 /// so that the tests, as root, are its clients; or as a real user's own instance (`startDaemon(user:)`).
 final class TransferLab {
     static let serverAddress = "203.0.113.80"
+    /// Tests/Support/upload_server.py: the upload target in the peer namespace.
+    static let uploadServer = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../Support/upload_server.py").standardized.path
     let lab: NetLab
     /// The system instance's user (a real one: the bus daemon admits no uid without a user database entry); `out` is theirs.
     private(set) var daemonUser = User(name: "", uid: 0, gid: 0, home: "")

@@ -15,8 +15,6 @@ final class UploadIntegrationTests: XCTestCase {
     private var port = 0
     private var received: String { lab.lab.directory + "/received" }
     private var serverLog: String { lab.lab.directory + "/uploads.log" }
-    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../Support/upload_server.py").standardized.path
 
     override func tearDown() {
         if let server, server.isRunning { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
@@ -30,7 +28,7 @@ final class UploadIntegrationTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: received, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", lab.lab.peer, "python3", Self.script, "--address", TransferLab.serverAddress,
+        process.arguments = ["netns", "exec", lab.lab.peer, "python3", TransferLab.uploadServer, "--address", TransferLab.serverAddress,
                              "--dir", received, "--log", serverLog]
         let pipe = Pipe()
         process.standardOutput = pipe

@@ -2,8 +2,8 @@ import Foundation
 import ReachdTransferModel
 import XCTest
 
-/// A background download gives way to the user's own traffic: through a tbf queue on the server's side of eth0, a
-/// competing download (curl) grows the queue, and the job shows that it yields, with its rate. How much it gives way
+/// A background transfer gives way to the user's own traffic: through a tbf queue on the sending side of eth0, a
+/// competing transfer (curl) grows the queue, and the job shows that it yields, with its rate. How much it gives way
 /// is bench/transfers' bottleneck figure (`--bottleneck-seconds`).
 final class YieldIntegrationTests: XCTestCase {
     private var lab: TransferLab!
@@ -43,5 +43,35 @@ final class YieldIntegrationTests: XCTestCase {
         let highID = high.out.trimmingCharacters(in: .whitespacesAndNewlines)
         let foreground = try lab.waitFor(highID, "running, with a rate") { $0.state == .running && $0.pace != nil }
         XCTAssertEqual(foreground.pace?.yielding, false)
+    }
+
+    func testABackgroundUploadShowsItYieldsWhileTheUsersOwnFillsTheQueue() throws {
+        // The queue on the client's side: TCP counts the time in it in its round trips, as it does a router's.
+        try lab.lab.run("ip netns exec \(lab.lab.host) tc qdisc add dev eth0 root tbf rate 16mbit burst 32kb limit 400000")
+        let received = lab.lab.directory + "/received"
+        try FileManager.default.createDirectory(atPath: received, withIntermediateDirectories: true)
+        try lab.startPeerServer(["python3", TransferLab.uploadServer, "--address", TransferLab.serverAddress, "--port", "8082", "--dir", received,
+                                 "--log", lab.lab.directory + "/uploads.log"], address: TransferLab.serverAddress, port: 8082)
+        try lab.startDaemon()
+        let file = lab.out + "/upload.bin"
+        try lab.lab.run("truncate -s 64M \(file)")
+        let job = try lab.upload(file, to: "http://mirror.test:8082/sink")
+        let running = try lab.waitFor(job, "running, with a rate") { $0.state == .running && $0.pace != nil }
+        XCTAssertGreaterThan(running.pace?.bytesPerSecond ?? 0, 0)
+
+        // The user's own upload, beside it: zeros until it is stopped, sent to the sink with a length it never reaches.
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        curl.arguments = ["netns", "exec", lab.lab.host, "curl", "-s", "-o", "/dev/null", "-H", "Content-Length: \(1 << 40)",
+                          "-T", "-", "http://mirror.test:8082/sink"]
+        curl.standardInput = FileHandle(forReadingAtPath: "/dev/zero")
+        try curl.run()
+        defer {
+            curl.terminate()
+            curl.waitUntilExit()
+        }
+        let yielding = try lab.waitFor(job, "yielding to the user's upload", timeout: 60) { $0.pace?.yielding == true }
+        XCTAssertEqual(yielding.state, .running)
+        // Which jobs yield is the download test's: one rule for both (`Job.isBackground`).
     }
 }

@@ -20,6 +20,38 @@ final class YieldControllerTests: XCTestCase {
         XCTAssertEqual(controller.baseDelay, 0.002)
     }
 
+    func testAnUploadsWindowStartsWhereItIsToldWithinItsBounds() {
+        XCTAssertEqual(YieldController(maximum: 4 << 20, initial: 64 << 10, segment: segment, now: 0).window, 64 << 10)
+        XCTAssertEqual(YieldController(maximum: 4 << 20, initial: 100, segment: segment, now: 0).window, 4 * segment)
+        XCTAssertEqual(YieldController(maximum: 64 << 10, initial: 1 << 20, segment: segment, now: 0).window, 64 << 10)
+    }
+
+    func testASlowStartDoublesTheWindowUntilTheQueueNearsTheTarget() throws {
+        var controller = YieldController(maximum: 4 << 20, initial: 64 << 10, segment: segment, slowStart: true, now: 0)
+        XCTAssertTrue(controller.isStarting)
+        XCTAssertEqual(controller.sample(rtt: 0.001, now: 0.01), 128 << 10)
+        XCTAssertNil(controller.sample(rtt: 0.001, now: 0.015), "once per round trip, every 10 ms at most")
+        XCTAssertEqual(controller.sample(rtt: 0.001, now: 0.02), 256 << 10)
+        // Three quarters of the target: the start is over, and the window grows by segments from there.
+        XCTAssertEqual(controller.sample(rtt: 0.001 + 0.8 * YieldController.target, now: 0.04), (256 << 10) + Int(0.2 * Double(4 * segment)))
+        XCTAssertFalse(controller.isStarting)
+        XCTAssertEqual(controller.sample(rtt: 0.001, now: 0.06), (256 << 10) + Int(0.2 * Double(4 * segment)) + 4 * segment)
+
+        // On an empty path it stops at the largest window.
+        var fast = YieldController(maximum: 4 << 20, initial: 64 << 10, segment: segment, slowStart: true, now: 0)
+        var now = 0.0
+        for _ in 0..<8 {
+            now += 0.02
+            _ = fast.sample(rtt: 0.0001, now: now)
+        }
+        XCTAssertEqual(fast.window, 4 << 20)
+        XCTAssertFalse(fast.isStarting)
+        // Without it (a download's), the window grows by segments from the start.
+        var download = YieldController(maximum: 128 << 10, segment: segment, now: 0)
+        XCTAssertFalse(download.isStarting)
+        XCTAssertEqual(download.sample(rtt: 0.001, now: 0.01), 13107 + 4 * segment)
+    }
+
     func testAQueuePastTheTargetHalvesTheWindowAtMostDownToTwoSegments() throws {
         var controller = YieldController(maximum: 128 << 10, segment: segment, now: 0)
         _ = controller.sample(rtt: 0.002, now: 0.02)
