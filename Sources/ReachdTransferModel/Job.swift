@@ -331,8 +331,8 @@ public struct Job: Hashable, Sendable {
     }
 }
 
-/// How fast a running transfer moves (since its previous progress), and whether it yields: a background download whose
-/// receive window is held below its buffer because the path's queue grows (`YieldController`).
+/// How fast a running transfer moves (since its previous progress), and whether it yields: a background transfer whose
+/// path's queue was past the target at its latest round trip (`YieldController`).
 public struct JobPace: Hashable, Sendable, Codable {
     public var bytesPerSecond: Int64
     public var yielding: Bool

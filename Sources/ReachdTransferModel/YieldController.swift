@@ -1,16 +1,16 @@
 /// A background transfer's share of the path, as LEDBAT (RFC 6817) and, for a receiver, RFC 9840 (rLEDBAT) decide it:
 /// the queueing delay is the connection's round-trip time (a download's receive-side estimate from TCP timestamps, an
 /// upload's smoothed one of the ACKs) above the lowest one seen in the last minutes; the window (the receive window
-/// the server may fill, or what an upload may have in flight) grows while the delay stays below `target` and shrinks,
-/// down to two segments, as far as it passes it. Times in seconds, windows in bytes.
+/// the server may fill, or what an upload may hand the kernel, `SendAdmission`) grows while the delay stays below
+/// `target` and shrinks, down to two segments, as far as it passes it. Times in seconds, windows in bytes.
 public struct YieldController: Sendable {
     /// The queueing delay a background transfer may add.
     public static let target = 0.015
     /// Minutes of lowest round trips kept: the path's base delay is their minimum.
     static let baseMinutes = 10
 
-    /// The segments the server sends (the connection's receive MSS): a window is never below two of them, since a
-    /// sender waits (for its persist timer, 200 ms or more) rather than send a segment that does not fit the window.
+    /// The connection's segments (a download's receive MSS, an upload's send MSS): a window is never below two of them,
+    /// since a sender waits (for its persist timer, 200 ms or more) rather than send a segment that does not fit.
     public private(set) var segment: Int
     public private(set) var maximum: Int
     public private(set) var window: Int
@@ -34,7 +34,7 @@ public struct YieldController: Sendable {
 
     public var minimum: Int { 2 * segment }
 
-    /// The connection's receive MSS, once the kernel knows it (a loopback's is 64 KiB, a jumbo frame's 9 KB).
+    /// The connection's segment size, once the kernel knows it (a loopback's is 64 KiB, a jumbo frame's 9 KB).
     public mutating func use(segment: Int) {
         guard segment > 0, segment != self.segment else { return }
         self.segment = segment

@@ -59,9 +59,6 @@ final class RatePacer: Sendable {
         state.withLock { $0.sendingGate = connection }
     }
 
-    /// Whether a yielding upload's window holds the pieces back now.
-    var gatesSending: Bool { state.withLock { $0.sendingGate }?.isHolding ?? false }
-
     /// Waits until a yielding upload's window has room for `bytes` more; at once when there is none.
     func admit(_ bytes: Int) async {
         await state.withLock { $0.sendingGate }?.admit(bytes)

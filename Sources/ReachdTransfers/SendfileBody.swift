@@ -10,10 +10,11 @@ import Glibc
 /// An upload's request body over plain http: the file goes from the page cache to the socket with `sendfile`
 /// (NIO's `FileRegion`), never copied through the daemon. It is handed over in pieces, at most two waiting to be
 /// written to the socket (the answer delegate reports each written one through `partWritten`, and `written`
-/// passes the count on as progress): NIO always has the next, and a piece is checked shortly before it goes:
-/// that the file still holds it (`sendfile` at the end of a file that got shorter sends nothing, and NIO would
-/// try again forever: `fileGotShorter` lets a watchdog end that). Only for plain TCP, through a client that
-/// follows no redirects: TLS cannot take a file region, and a redirect could lead to https.
+/// passes the count on as progress): NIO always has the next, within a yielding upload's window (`RatePacer.admit`,
+/// which counts the pieces not written yet). A piece is checked shortly before it goes: that the file still holds
+/// it (`sendfile` at the end of a file that got shorter sends nothing, and NIO would try again forever:
+/// `fileGotShorter` lets a watchdog end that). Only for plain TCP, through a client that follows no redirects: TLS
+/// cannot take a file region, and a redirect could lead to https.
 final class SendfileBody: Sendable {
     private let prefix: [UInt8]
     private let size: Int64
@@ -130,25 +131,22 @@ final class SendfileBody: Sendable {
         eventLoop.execute { try? regions.close() }
     }
 
-    /// Hands the body to `writer`, a piece once all but one of those before are written. After the last piece
+    /// Hands the body to `writer`, a piece once all but one of those before are written (and a yielding upload's
+    /// window has room for it). After the last piece
     /// the body's end follows at once: a server that answers and closes as soon as it has the last byte must not
     /// find the request still open (async-http-client would fail it).
     private func send(to writer: HTTPClient.Body.StreamWriter) async throws {
         if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
         var offset: Int64 = 0
-        var unwritten: [EventLoopFuture<Void>] = []
+        var unwritten: [(written: EventLoopFuture<Void>, bytes: Int)] = []
         while offset < size {
             let count = Int(Swift.min(Int64(pacer?.pieceBytes(largest: Self.pieceBytes) ?? Self.pieceBytes), size - offset))
             await pacer?.take(count)
             if unwritten.count == 2 {
-                try await unwritten.removeFirst().get()
+                try await unwritten.removeFirst().written.get()
             }
-            if pacer?.gatesSending == true {
-                // A yielding upload's window counts what the kernel holds: every piece handed over is there first.
-                for piece in unwritten { try await piece.get() }
-                unwritten = []
-                await pacer?.admit(count)
-            }
+            // A yielding upload's window counts what the kernel holds, and the pieces handed over but not in it yet.
+            await pacer?.admit(count + unwritten.reduce(0) { $0 + $1.bytes })
             var status = stat()
             guard fstat(checks, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
                 throw FileError.fileToUploadGotShorter
@@ -158,7 +156,7 @@ final class SendfileBody: Sendable {
             if offset == size {
                 _ = writer.write(.fileRegion(region))
             } else {
-                unwritten.append(try expectWritten())
+                unwritten.append((try expectWritten(), count))
                 try await writer.write(.fileRegion(region)).get()
             }
         }

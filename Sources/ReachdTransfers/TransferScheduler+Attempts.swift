@@ -29,7 +29,7 @@ extension TransferScheduler {
         } catch {
             return (.failed(reason: "failed: \(error)"), await PartialFile.size(of: job, files: files))
         }
-        let (lease, steering) = await yieldingLease(for: job, .receiving, pacer: pacer)
+        let (lease, steering) = await yieldingLease(for: job, .receiving(pacer), pacer: pacer)
         let outcome = await fetcher.fetch(job, into: partial, offset: partial.sizeAtStart, credentials: await credentials(for: job),
                                           via: lease, pacer: pacer, observer: self)
         endYielding(job.id, steering, pacer: pacer)
@@ -62,17 +62,17 @@ extension TransferScheduler {
     /// gives way to other traffic, steered by the task returned until `endYielding`.
     private func yieldingLease(for job: Job, _ side: YieldingConnection.Side, pacer: RatePacer) async -> (ProxyLease, Task<Void, Never>?) {
         guard job.isBackground else { return (await proxyLease(for: job), nil) }
-        let connection = YieldingConnection(side, job: job.id, pacer: pacer, logger: logger)
+        let connection = YieldingConnection(side, job: job.id, logger: logger)
         let lease = await proxyLease(for: job) { connection.connected($0) }
-        yielding[job.id] = connection
-        if side == .sending { pacer.gateSending(by: connection) }
+        yieldingConnections[job.id] = connection
+        if !side.isReceiving { pacer.gateSending(by: connection) }
         return (lease, Task { await connection.run() })
     }
 
     private func endYielding(_ id: String, _ steering: Task<Void, Never>?, pacer: RatePacer) {
         steering?.cancel()
         pacer.gateSending(by: nil)
-        yielding[id] = nil
+        yieldingConnections[id] = nil
     }
 
     /// The job's credentials, read for each request; never stored.
@@ -123,6 +123,6 @@ extension TransferScheduler {
 
     func progress(jobID: String, bytes: Int64) {
         if let job = machines[jobID]?.job { uncounted.moved(jobID, to: bytes, on: verdict(for: job)?.interface) }
-        feed(.progressed(bytes: bytes, yielding: yielding[jobID]?.isYielding ?? false), to: jobID)
+        feed(.progressed(bytes: bytes, yielding: yieldingConnections[jobID]?.isYielding ?? false), to: jobID)
     }
 }

@@ -65,7 +65,7 @@ actor TransferScheduler: FetchObserver {
     var desktopAnswers: [String: DesktopProxy] = [:]
     var desktopQuestions: Task<Void, Never>?
     /// The connection of each background transfer under way, which gives way to other traffic.
-    var yielding: [String: YieldingConnection] = [:]
+    var yieldingConnections: [String: YieldingConnection] = [:]
     /// In which order the attempts under way started: a job's budget reservation counts those started before it.
     var startOrder: [String: Int] = [:]
     var nextStartOrder = 0

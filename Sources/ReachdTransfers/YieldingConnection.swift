@@ -8,19 +8,21 @@ import Glibc
 #endif
 
 /// A background transfer's connection that gives way to other traffic (`YieldController`): told the connection its
-/// clients open, it reads the kernel's round-trip estimate (`TCP_INFO`) every 10 ms and narrows or widens what the
-/// connection may have in flight, until the attempt ends.
+/// clients open, it reads the kernel's round-trip estimate (`TCP_INFO`) every 20 ms (receiving) or 10 ms (sending)
+/// and narrows or widens the connection's window, until the attempt ends. Each new connection (a redirect's, to
+/// another path) starts afresh.
 /// - Receiving (a download): the window the server may send into (`TCP_WINDOW_CLAMP`, which shrinks an offered window
 ///   from Linux 6.7 on), and reading paced to what that window lets through per round trip (`RatePacer.yield`: a full
 ///   receive buffer closes the window on any kernel). The estimate is the receive side's, from TCP timestamps:
 ///   without them it only ever falls, and such a connection does not yield.
-/// - Sending (an upload): a window kept in user space (`SendWindow`). The body hands the socket a piece only once what
-///   the kernel holds of the connection leaves room for it (`admit`), so no more than the window is ever in flight,
-///   whatever the kernel's congestion control would send. The estimate is the smoothed round trip of the server's
-///   ACKs.
+/// - Sending (an upload): a window kept in user space (`SendAdmission`): the body hands the socket a piece only once
+///   what the kernel holds of the connection leaves room for it (`admit`). The estimate is the smoothed round trip of
+///   the server's ACKs.
 final class YieldingConnection: Sendable {
     enum Side {
-        case receiving, sending
+        /// A download's, whose reading `pacer` paces.
+        case receiving(RatePacer)
+        case sending
     }
 
     /// The most a sending window grows to: Linux's largest send buffer by default (`tcp_wmem`).
@@ -28,100 +30,107 @@ final class YieldingConnection: Sendable {
     /// Where a sending window starts: about what a fresh connection sends in its first round trips.
     static let sendingInitial = 64 << 10
 
-    private let side: Side
-    private let connection = Mutex<(any Channel)?>(nil)
-    private let controller: Mutex<YieldController>
-    private let sending = Mutex(SendWindow())
-    private let logger: Logger
-    private let job: String
-    private let pacer: RatePacer
-
-    init(_ side: Side, job: String, pacer: RatePacer, logger: Logger) {
-        self.side = side
-        self.job = job
-        self.pacer = pacer
-        self.logger = logger
-        let now = MonotonicClock.seconds()
-        controller = Mutex(side == .receiving
-            ? YieldController(maximum: Fetcher.receiveBufferBytes, now: now)
-            : YieldController(maximum: Self.sendingMaximum, initial: Self.sendingInitial, slowStart: true, now: now))
+    /// The connection in use, its window and, when sending, how pieces are admitted; `generation` counts connections.
+    private struct Steering {
+        var connection: (any Channel)?
+        var generation = 0
+        var controller: YieldController
+        var admission = SendAdmission()
     }
 
-    /// A connection the attempt's clients opened (each request has its own: the latest is the one in use).
+    private let side: Side
+    private let steering: Mutex<Steering>
+    private let logger: Logger
+    private let job: String
+
+    init(_ side: Side, job: String, logger: Logger) {
+        self.side = side
+        self.job = job
+        self.logger = logger
+        steering = Mutex(Steering(controller: Self.freshController(for: side)))
+    }
+
+    private static func freshController(for side: Side) -> YieldController {
+        let now = MonotonicClock.seconds()
+        return switch side {
+        case .receiving: YieldController(maximum: Fetcher.receiveBufferBytes, now: now)
+        case .sending: YieldController(maximum: sendingMaximum, initial: sendingInitial, slowStart: true, now: now)
+        }
+    }
+
+    /// A connection the attempt's clients opened (each request has its own: the latest is the one in use). Another
+    /// connection may take another path (a redirect to another host): its base delay and window start afresh.
     func connected(_ channel: any Channel) {
-        connection.withLock { $0 = channel }
+        steering.withLock { steering in
+            guard steering.connection !== channel else { return }
+            steering = Steering(connection: channel, generation: steering.generation + 1, controller: Self.freshController(for: side))
+        }
     }
 
     /// Whether the transfer is held back now.
-    var isYielding: Bool { controller.withLock { $0.isYielding } }
-
-    /// Whether the window is below its largest, and so holds a sending body back: at its largest, TCP's own window
-    /// (and send buffer) bound the connection, and the body hands over as it would without yielding.
-    var isHolding: Bool { controller.withLock { $0.window < $0.maximum } }
+    var isYielding: Bool { steering.withLock { $0.controller.isYielding } }
 
     /// Samples and steers until the task is cancelled.
     func run() async {
-        var applied: Int?
+        var applied: (generation: Int, window: Int)?
         var logged = 0.0
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(side == .receiving ? 20 : 10))
-            guard let options = connection.withLock({ $0 }) as? any SocketOptionProvider,
-                  let info = try? await KernelRoundTrips.read(from: options) else { continue }
+            try? await Task.sleep(for: .milliseconds(side.isReceiving ? 20 : 10))
+            guard let (options, generation) = steering.withLock({ steering in
+                      (steering.connection as? any SocketOptionProvider).map { ($0, steering.generation) } }),
+                  let info = try? await TCPInfoReading.read(from: options) else { continue }
             let now = MonotonicClock.seconds()
             let minimum = info.minimum > 0 ? Double(info.minimum) / 1e6 : nil
-            let rtt: Double
-            switch side {
-            case .receiving:
-                guard info.receive > 0, info.timestamps else { continue }
-                rtt = Double(info.receive) / 1e6
-            case .sending:
-                guard info.smoothed > 0 else { continue }
-                rtt = Double(info.smoothed) / 1e6
-                noteSending(info, now: now)
+            let rtt = side.isReceiving ? Double(info.receive) / 1e6 : Double(info.smoothed) / 1e6
+            guard rtt > 0, !side.isReceiving || info.timestamps else { continue }
+            let steered = steering.withLock { steering -> (window: Int, holding: Bool, base: Double?)? in
+                guard steering.generation == generation else { return nil }
+                steering.controller.use(segment: Int(side.isReceiving ? info.receiveSegment : info.sendSegment))
+                if !side.isReceiving { steering.admission.read(acknowledged: info.acked, now: now) }
+                _ = steering.controller.sample(rtt: rtt, now: now, pathMinimum: minimum)
+                let controller = steering.controller
+                return (controller.window, controller.window < controller.maximum, controller.baseDelay)
             }
-            let (window, held) = controller.withLock { controller -> (Int, Bool) in
-                controller.use(segment: Int(side == .receiving ? info.receiveSegment : info.sendSegment))
-                _ = controller.sample(rtt: rtt, now: now, pathMinimum: minimum)
-                return (controller.window, controller.window < controller.maximum)
-            }
+            guard let steered else { continue }
             if now - logged >= 1 {
                 logged = now
-                let base = controller.withLock { $0.baseDelay } ?? 0
-                logger.debug("job \(job): round trip \(Int(rtt * 1e6)) µs, base \(Int(base * 1e6)) µs, window \(window) B")
+                logger.debug("job \(job): round trip \(Int(rtt * 1e6)) µs, base \(Int((steered.base ?? 0) * 1e6)) µs, window \(steered.window) B")
             }
-            guard side == .receiving else { continue }
-            pacer.yield(bytesPerSecond: held ? Int64(Double(window) / rtt) : nil)
-            guard window != applied else { continue }
+            guard case .receiving(let pacer) = side else { continue }
+            pacer.yield(bytesPerSecond: steered.holding ? Int64(Double(steered.window) / rtt) : nil)
+            guard applied?.generation != generation || applied?.window != steered.window else { continue }
             do {
                 try await options.unsafeSetSocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_WINDOW_CLAMP),
-                                                        value: Int32(window)).get()
-                applied = window
+                                                        value: Int32(steered.window)).get()
+                applied = (generation, steered.window)
             } catch {
                 logger.debug("job \(job): the window cannot be clamped (\(error)); reading is paced")
             }
         }
     }
 
-    private func noteSending(_ info: KernelRoundTrips, now: Double) {
-        sending.withLock { $0.read(acknowledged: info.acked, now: now) }
-    }
-
-    /// The size of the pieces a sending body hands over (`SendWindow.pieceBytes`); `largest` while not holding.
+    /// The size of the pieces a sending body hands over (`SendAdmission.pieceBytes`).
     func pieceBytes(largest: Int) -> Int {
-        let (window, segment, maximum) = controller.withLock { ($0.window, $0.segment, $0.maximum) }
-        return window < maximum ? SendWindow.pieceBytes(window: window, segment: segment, largest: largest) : largest
+        let (window, segment) = steering.withLock { ($0.controller.window, $0.controller.segment) }
+        return SendAdmission.pieceBytes(window: window, segment: segment, largest: largest)
     }
 
     /// Waits until the kernel holds little enough of the connection that `bytes` more stay within the window (at
-    /// once when nothing is held, no connection is known yet, or the window is the largest); early when cancelled.
+    /// once when the kernel holds nothing or no connection is known yet); early when cancelled, or when the connection
+    /// is closed.
     func admit(_ bytes: Int) async {
         while !Task.isCancelled {
-            let (window, held) = controller.withLock { ($0.window, $0.window < $0.maximum) }
-            guard held, let options = connection.withLock({ $0 }) as? any SocketOptionProvider,
-                  let info = try? await KernelRoundTrips.read(from: options),
-                  let wait = sending.withLock({ $0.wait(queued: info.queued, adding: bytes, window: window) }) else { return }
+            let (window, options) = steering.withLock { ($0.controller.window, $0.connection as? any SocketOptionProvider) }
+            guard let options, let info = try? await TCPInfoReading.read(from: options),
+                  let wait = steering.withLock({ $0.admission.wait(queued: info.held.queued, adding: bytes, window: window) }) else { return }
             try? await Task.sleep(for: .seconds(wait))
         }
+    }
+}
+
+extension YieldingConnection.Side {
+    var isReceiving: Bool {
+        if case .receiving = self { true } else { false }
     }
 }
 
@@ -129,8 +138,8 @@ final class YieldingConnection: Sendable {
 /// receive-side round trip (`tcpi_rcv_rtt`, from TCP timestamps), the smoothed one of the ACKs (`tcpi_rtt`) and the
 /// lowest one of the last minutes (`tcpi_min_rtt`, a moving minimum), in microseconds, the segment sizes, whether
 /// timestamps are on, and what the kernel holds of a sending connection. The struct only ever grows at its end, so
-/// the offsets are fixed.
-struct KernelRoundTrips {
+/// the offsets are fixed; fields a kernel does not have read as 0.
+struct TCPInfoReading {
     var receive: UInt32
     var smoothed: UInt32
     var minimum: UInt32
@@ -142,32 +151,27 @@ struct KernelRoundTrips {
     var timestamps: Bool
     /// `tcpi_bytes_acked`: the bytes the server acknowledged.
     var acked: UInt64
-    /// The bytes sent and not acknowledged (`tcpi_bytes_sent` less `tcpi_bytes_retrans` and `tcpi_bytes_acked`; before
-    /// Linux 5.5, `tcpi_unacked` segments), and those not sent yet (`tcpi_notsent_bytes`).
-    var queued: Int
+    var held: SendAdmission.Held
 
     /// `tcp_info` up to and with `tcpi_bytes_retrans` (offset 208): 216 bytes.
     private typealias Prefix = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
                                 UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
                                 UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
 
-    static func read(from options: any SocketOptionProvider) async throws -> KernelRoundTrips {
+    static func read(from options: any SocketOptionProvider) async throws -> TCPInfoReading {
         let prefix: Prefix = try await options.unsafeGetSocketOption(level: .tcp, name: .tcp_info).get()
         return withUnsafeBytes(of: prefix) { raw in
             let sendSegment = raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self)
             let acked = raw.loadUnaligned(fromByteOffset: 120, as: UInt64.self)
-            let sent = raw.loadUnaligned(fromByteOffset: 200, as: UInt64.self)
-            let resent = raw.loadUnaligned(fromByteOffset: 208, as: UInt64.self)
-            let unacked = raw.loadUnaligned(fromByteOffset: 24, as: UInt32.self)
-            let firstSent = sent >= resent ? sent - resent : 0
-            let inFlight = sent == 0 ? UInt64(unacked) * UInt64(sendSegment) : firstSent >= acked ? firstSent - acked : 0
-            let notSent = raw.loadUnaligned(fromByteOffset: 144, as: UInt32.self)
-            return KernelRoundTrips(receive: raw.loadUnaligned(fromByteOffset: 92, as: UInt32.self),
-                                    smoothed: raw.loadUnaligned(fromByteOffset: 68, as: UInt32.self),
-                                    minimum: raw.loadUnaligned(fromByteOffset: 148, as: UInt32.self),
-                                    receiveSegment: raw.loadUnaligned(fromByteOffset: 20, as: UInt32.self),
-                                    sendSegment: sendSegment, timestamps: raw[5] & 1 != 0, acked: acked,
-                                    queued: Int(clamping: min(inFlight, 1 << 40)) + Int(notSent))
+            let held = SendAdmission.held(sent: raw.loadUnaligned(fromByteOffset: 200, as: UInt64.self),
+                                          retransmitted: raw.loadUnaligned(fromByteOffset: 208, as: UInt64.self),
+                                          acknowledged: acked, unacknowledgedSegments: raw.loadUnaligned(fromByteOffset: 24, as: UInt32.self),
+                                          segment: sendSegment, notSent: raw.loadUnaligned(fromByteOffset: 144, as: UInt32.self))
+            return TCPInfoReading(receive: raw.loadUnaligned(fromByteOffset: 92, as: UInt32.self),
+                                  smoothed: raw.loadUnaligned(fromByteOffset: 68, as: UInt32.self),
+                                  minimum: raw.loadUnaligned(fromByteOffset: 148, as: UInt32.self),
+                                  receiveSegment: raw.loadUnaligned(fromByteOffset: 20, as: UInt32.self),
+                                  sendSegment: sendSegment, timestamps: raw[5] & 1 != 0, acked: acked, held: held)
         }
     }
 }
