@@ -6,15 +6,16 @@ import XCTest
 final class YieldControllerTests: XCTestCase {
     private let segment = 1448
 
+    /// `times` samples of `rtt`, 20 ms apart from the start.
+    private func sample(_ controller: inout YieldController, rtt: Double, times: Int) {
+        for step in 1...times { _ = controller.sample(rtt: rtt, now: Double(step) * 0.02) }
+    }
+
     func testTheWindowGrowsOnAnEmptyPathUpToTheBuffer() {
         var controller = YieldController(maximum: 128 << 10, segment: segment, now: 0)
         XCTAssertEqual(controller.window, 13107)
         XCTAssertFalse(controller.isYielding)
-        var now = 0.0
-        for _ in 0..<200 {
-            now += 0.02
-            _ = controller.sample(rtt: 0.002, now: now)
-        }
+        sample(&controller, rtt: 0.002, times: 200)
         XCTAssertEqual(controller.window, 128 << 10)
         XCTAssertFalse(controller.isYielding)
         XCTAssertEqual(controller.baseDelay, 0.002)
@@ -39,11 +40,7 @@ final class YieldControllerTests: XCTestCase {
 
         // On an empty path it stops at the largest window.
         var fast = YieldController(maximum: 4 << 20, initial: 64 << 10, segment: segment, slowStart: true, now: 0)
-        var now = 0.0
-        for _ in 0..<8 {
-            now += 0.02
-            _ = fast.sample(rtt: 0.0001, now: now)
-        }
+        sample(&fast, rtt: 0.0001, times: 8)
         XCTAssertEqual(fast.window, 4 << 20)
         XCTAssertFalse(fast.isStarting)
         // Without it (a download's), the window grows by segments from the start.
