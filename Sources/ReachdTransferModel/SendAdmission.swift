@@ -11,27 +11,16 @@ public struct SendAdmission: Sendable {
 
     public init() {}
 
-    /// What the kernel holds of a connection, from its counters in `struct tcp_info`.
-    public struct Held: Sendable, Equatable {
-        /// Sent and not acknowledged.
-        public var inFlight: Int
-        /// In flight, and written to the socket but not sent yet.
-        public var queued: Int
-
-        public init(inFlight: Int, queued: Int) {
-            (self.inFlight, self.queued) = (inFlight, queued)
-        }
-    }
-
-    /// From `tcpi_bytes_sent` (retransmissions included), `tcpi_bytes_retrans`, `tcpi_bytes_acked` and
-    /// `tcpi_notsent_bytes`; a kernel before Linux 4.19 has no `tcpi_bytes_sent` (0), and the unacknowledged segments
-    /// (`tcpi_unacked`, of `segment` bytes) count instead. Counts that do not add up give nothing in flight.
+    /// What the kernel holds of a connection: bytes sent and not acknowledged, and those written to the socket but not
+    /// sent yet. From `tcpi_bytes_sent` (retransmissions included), `tcpi_bytes_retrans`, `tcpi_bytes_acked` (which
+    /// counts the SYN: one byte low, and clamped at none) and `tcpi_notsent_bytes`; a kernel before Linux 4.19 has no
+    /// `tcpi_bytes_sent` (0), and the unacknowledged segments (`tcpi_unacked`, of `segment` bytes) count instead.
+    /// Counts that do not add up give nothing in flight.
     public static func held(sent: UInt64, retransmitted: UInt64, acknowledged: UInt64, unacknowledgedSegments: UInt32,
-                            segment: UInt32, notSent: UInt32) -> Held {
+                            segment: UInt32, notSent: UInt32) -> Int {
         let firstSent = sent >= retransmitted ? sent - retransmitted : 0
         let inFlight = sent == 0 ? UInt64(unacknowledgedSegments) * UInt64(segment) : firstSent >= acknowledged ? firstSent - acknowledged : 0
-        let bounded = Int(min(inFlight, 1 << 40))
-        return Held(inFlight: bounded, queued: bounded + Int(notSent))
+        return Int(min(inFlight, 1 << 40)) + Int(notSent)
     }
 
     /// The kernel's count of acknowledged bytes (`tcpi_bytes_acked`) at `now`, read every few milliseconds.

@@ -39,8 +39,9 @@ final class SendfileBody: Sendable {
     /// Both descriptors are closed once the request is over (every region handed to NIO is written or failed)
     /// and the loop that hands the body over is not running.
     private struct Lifetime {
-        /// One promise per piece handed over and not yet written, oldest first; failed when the request ends first.
-        var unwritten: [EventLoopPromise<Void>] = []
+        /// One promise per piece handed over and not yet written, oldest first, with its size; failed when the
+        /// request ends first.
+        var unwritten: [(promise: EventLoopPromise<Void>, bytes: Int)] = []
         var requestOver = false
         var bodyRunning = false
         var closed = false
@@ -92,7 +93,7 @@ final class SendfileBody: Sendable {
     func partWritten(_ part: IOData) {
         guard case .fileRegion(let region) = part else { return }
         writtenCounts.yield(Int64(region.endIndex))
-        lifetime.withLock { $0.unwritten.isEmpty ? nil : $0.unwritten.removeFirst() }?.succeed()
+        lifetime.withLock { $0.unwritten.isEmpty ? nil : $0.unwritten.removeFirst().promise }?.succeed()
     }
 
     /// Whether the file is now shorter than the body says. On the connection's event loop, where NIO uses the
@@ -113,7 +114,7 @@ final class SendfileBody: Sendable {
             lifetime.requestOver = true
             return (lifetime.unwritten, lifetime.closesNow())
         }
-        for promise in unwritten { promise.fail(HTTPClientError.cancelled) }
+        for piece in unwritten { piece.promise.fail(HTTPClientError.cancelled) }
         if close { closeDescriptors() }
     }
 
@@ -138,15 +139,15 @@ final class SendfileBody: Sendable {
     private func send(to writer: HTTPClient.Body.StreamWriter) async throws {
         if !prefix.isEmpty { try await writer.write(.byteBuffer(ByteBuffer(bytes: prefix))).get() }
         var offset: Int64 = 0
-        var unwritten: [(written: EventLoopFuture<Void>, bytes: Int)] = []
+        var unwritten: [EventLoopFuture<Void>] = []
         while offset < size {
             let count = Int(Swift.min(Int64(pacer?.pieceBytes(largest: Self.pieceBytes) ?? Self.pieceBytes), size - offset))
             await pacer?.take(count)
             if unwritten.count == 2 {
-                try await unwritten.removeFirst().written.get()
+                try await unwritten.removeFirst().get()
             }
             // A yielding upload's window counts what the kernel holds, and the pieces handed over but not in it yet.
-            await pacer?.admit(count + unwritten.reduce(0) { $0 + $1.bytes })
+            await pacer?.admit(count + lifetime.withLock { $0.unwritten.reduce(0) { $0 + $1.bytes } })
             var status = stat()
             guard fstat(checks, &status) == 0, Int64(status.st_size) >= offset + Int64(count) else {
                 throw FileError.fileToUploadGotShorter
@@ -156,18 +157,18 @@ final class SendfileBody: Sendable {
             if offset == size {
                 _ = writer.write(.fileRegion(region))
             } else {
-                unwritten.append((try expectWritten(), count))
+                unwritten.append(try expectWritten(bytes: count))
                 try await writer.write(.fileRegion(region)).get()
             }
         }
         if !suffix.isEmpty { _ = writer.write(.byteBuffer(ByteBuffer(bytes: suffix))) }
     }
 
-    /// A future for the piece about to be handed over: fulfilled when it is written.
-    private func expectWritten() throws -> EventLoopFuture<Void> {
+    /// A future for the piece of `bytes` about to be handed over: fulfilled when it is written.
+    private func expectWritten(bytes: Int) throws -> EventLoopFuture<Void> {
         let written = eventLoop.makePromise(of: Void.self)
         let expected = lifetime.withLock { lifetime -> Bool in
-            if !lifetime.requestOver { lifetime.unwritten.append(written) }
+            if !lifetime.requestOver { lifetime.unwritten.append((written, bytes)) }
             return !lifetime.requestOver
         }
         guard expected else {

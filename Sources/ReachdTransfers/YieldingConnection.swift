@@ -122,7 +122,7 @@ final class YieldingConnection: Sendable {
         while !Task.isCancelled {
             let (window, options) = steering.withLock { ($0.controller.window, $0.connection as? any SocketOptionProvider) }
             guard let options, let info = try? await TCPInfoReading.read(from: options),
-                  let wait = steering.withLock({ $0.admission.wait(queued: info.held.queued, adding: bytes, window: window) }) else { return }
+                  let wait = steering.withLock({ $0.admission.wait(queued: info.held, adding: bytes, window: window) }) else { return }
             try? await Task.sleep(for: .seconds(wait))
         }
     }
@@ -151,7 +151,8 @@ struct TCPInfoReading {
     var timestamps: Bool
     /// `tcpi_bytes_acked`: the bytes the server acknowledged.
     var acked: UInt64
-    var held: SendAdmission.Held
+    /// What the kernel holds of a sending connection (`SendAdmission.held`).
+    var held: Int
 
     /// `tcp_info` up to and with `tcpi_bytes_retrans` (offset 208): 216 bytes.
     private typealias Prefix = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
