@@ -18,9 +18,10 @@ final class SharedRate: Sendable {
 /// Paces one transfer attempt: its body is read (a download) or handed over (an upload) no faster than the job's own
 /// cap, the instance's and, while its route is metered, the instance's metered one allow; a yielding download no
 /// faster than its receive window lets through, a yielding upload within its window (`YieldingConnection`). The
-/// scheduler changes the job's cap and the route's cost while the attempt runs; each takes effect at the next piece. One wait is at most `longestWait` (half
-/// the read timeout): a server that sends nothing for that long loses the connection, paced or not, so a cap below
-/// what one read brings per half a read timeout (about 17 KiB/s at the default 30 s) is not met.
+/// scheduler changes the job's cap and the route's cost while the attempt runs; each takes effect at the next piece.
+/// One wait is at most `longestWait` (half the read timeout): a server that sends nothing for that long loses the
+/// connection, paced or not, so a cap below what one read brings per half a read timeout (about 17 KiB/s at the
+/// default 30 s) is not met.
 final class RatePacer: Sendable {
     private struct State {
         var own: TokenBucket?
